@@ -1,0 +1,1 @@
+"""Spark jobs: each module exposes `run(spark, config, day)`; none imports Airflow."""

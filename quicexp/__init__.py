@@ -1,0 +1,1 @@
+"""quicexp: configuration, Spark/catalog wiring and the `quicexp` command line."""

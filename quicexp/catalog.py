@@ -1,0 +1,111 @@
+"""The shared Hive metastore of the embedded default: a Derby network server on 127.0.0.1.
+
+Derby embedded admits one JVM; a Derby *network* server admits many, so a Spark job, a
+dbt run, the Thrift server and a notebook can use the same table names at once. In
+production the same Spark settings point at PostgreSQL instead (``catalog.kind: jdbc``).
+See docs/decisions.md, "Catalog".
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+from quicexp.config import ConfigError, Settings
+from quicexp.jars import cached_jars
+
+_SERVER_CLASS = "org.apache.derby.drda.NetworkServerControl"
+
+
+def _pyspark_jars() -> Path:
+    import pyspark
+
+    return Path(pyspark.__file__).parent / "jars"
+
+
+def _derby_classpath(settings: Settings) -> str:
+    bundled = _pyspark_jars()
+    parts = sorted(str(p) for p in bundled.glob("derby*.jar"))
+    parts += [str(p) for p in cached_jars(settings.jar_cache, ("derbynet", "derbyclient"))]
+    return os.pathsep.join(parts)
+
+
+def is_listening(host: str, port: int, timeout: float = 0.5) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def _control(settings: Settings, *args: str) -> subprocess.CompletedProcess[str]:
+    cat = settings.catalog
+    cmd = ["java", "-cp", _derby_classpath(settings), _SERVER_CLASS, *args, "-h", cat.host, "-p", str(cat.port)]
+    return subprocess.run(cmd, capture_output=True, text=True, check=False)
+
+
+def start_derby(settings: Settings, timeout_s: float = 60.0) -> bool:
+    """Start the Derby network server unless it is running; True if this call started it."""
+    cat = settings.catalog
+    if is_listening(cat.host, cat.port):
+        return False
+    settings.metastore_dir.mkdir(parents=True, exist_ok=True)
+    log = (settings.metastore_dir / "derby-server.log").open("ab")
+    cmd = [
+        "java",
+        f"-Dderby.system.home={settings.metastore_dir}",
+        "-Dderby.drda.host=" + cat.host,
+        "-Xmx256m",
+        "-cp",
+        _derby_classpath(settings),
+        _SERVER_CLASS,
+        "start",
+        "-h",
+        cat.host,
+        "-p",
+        str(cat.port),
+        "-noSecurityManager",
+    ]
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+    (settings.metastore_dir / "derby-server.pid").write_text(str(proc.pid))
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if is_listening(cat.host, cat.port):
+            return True
+        if proc.poll() is not None:
+            if is_listening(cat.host, cat.port):  # another process won the race
+                return False
+            raise ConfigError(
+                f"the metastore server exited (code {proc.returncode}); see {settings.metastore_dir}/derby-server.log"
+            )
+        time.sleep(0.2)
+    raise ConfigError(f"the metastore server did not listen on {cat.host}:{cat.port} within {timeout_s:.0f}s")
+
+
+def stop_derby(settings: Settings) -> bool:
+    """Shut the Derby network server down; True if one was running."""
+    cat = settings.catalog
+    if not is_listening(cat.host, cat.port):
+        return False
+    _control(settings, "shutdown")
+    deadline = time.monotonic() + 30
+    while is_listening(cat.host, cat.port) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return True
+
+
+def ensure_catalog(settings: Settings) -> None:
+    """Make sure the metastore the settings name is reachable (start it when it is ours)."""
+    if settings.catalog.kind == "derby-server":
+        start_derby(settings)
+
+
+def catalog_status(settings: Settings) -> str:
+    cat = settings.catalog
+    if cat.kind == "jdbc":
+        return f"external metastore at {cat.jdbc_url}"
+    state = "running" if is_listening(cat.host, cat.port) else "stopped"
+    return f"derby network server on {cat.host}:{cat.port}: {state} (data in {settings.metastore_dir})"

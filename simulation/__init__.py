@@ -1,0 +1,1 @@
+"""The seeded, mechanistic QUIC fleet simulator and the statistics validation study."""

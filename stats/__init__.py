@@ -1,0 +1,1 @@
+"""Pure statistics over sufficient statistics (numpy/scipy/statsmodels, no Spark)."""
