@@ -1,0 +1,266 @@
+"""Library entry point: sufficient-statistics table in, results table out.
+
+The pipeline calls :func:`analyze`. pandas is used here only to validate, pair arms and
+assemble the output; every number comes from the numpy modules of this package, called
+once per metric kind on whole columns (no Python loop per row).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+from scipy import stats as sps
+
+from stats import power
+from stats.corrections import adjust_p_values
+from stats.cuped import cuped_adjust
+from stats.frequentist import compare, linearize
+from stats.quantile import quantile_arm
+from stats.results import ArmEstimate, ComparisonResult
+from stats.schema import COVARIATES, GROUP_COLUMNS, OUTPUT_COLUMNS, REQUIRED_COLUMNS
+from stats.sequential import confidence_sequence, running_intersection
+from stats.settings import AnalysisSettings
+from stats.srm_table import srm_columns
+from stats.statistics import (
+    MeanCovariate,
+    MeanStatistic,
+    ProportionStatistic,
+    QuantileStatistic,
+    RatioCovariate,
+    RatioStatistic,
+)
+from stats.validation import describe, grid_matrices, normalize, row_problems
+
+logger = logging.getLogger(__name__)
+
+_KEY = [*GROUP_COLUMNS, "quantile_key"]
+_METHOD = {"mean": "welch_t", "proportion": "z_proportion", "ratio": "delta_ratio",
+           "quantile": "quantile_outer_ci"}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class AnalysisOutput:
+    """Results plus one message per input row that could not be analysed."""
+
+    results: pd.DataFrame
+    issues: list[str] = field(default_factory=list)
+
+
+def analyze(table: pd.DataFrame, settings: AnalysisSettings | None = None) -> pd.DataFrame:
+    """Analyse every treatment-vs-control comparison in a sufficient-statistics table.
+
+    Bad rows are skipped and logged (logger ``stats.engine``, one warning per row); use
+    :func:`analyze_table` to get the messages back.
+
+    Args:
+        table: the input table documented in docs/stats.md (one row per experiment x
+            metric x segment x arm x as_of_date).
+        settings: analysis settings; defaults to :class:`AnalysisSettings()`.
+
+    Returns:
+        One row per experiment x metric x segment x as_of_date x treatment arm with the
+        columns of :data:`stats.schema.OUTPUT_COLUMNS`.
+    """
+    out = analyze_table(table, settings)
+    for message in out.issues:
+        logger.warning(message)
+    return out.results
+
+
+def analyze_table(table: pd.DataFrame, settings: AnalysisSettings | None = None) -> AnalysisOutput:
+    """Like :func:`analyze` but returns the bad-row messages instead of logging them.
+
+    Raises:
+        stats.validation.SchemaError: a required column is missing.
+    """
+    s = settings or AnalysisSettings()
+    df = normalize(table, REQUIRED_COLUMNS)
+    grid_p, grid_value, df["grid_ok"] = grid_matrices(df)
+    reasons = row_problems(df)
+    good = df[reasons == ""]
+    pairs, pair_reasons = _pair(good)
+    reasons = reasons.copy()
+    for row_id, text in pair_reasons.items():
+        reasons.iloc[row_id] = text
+    issues = [f"{describe(df.iloc[i])}: {reasons.iloc[i]}" for i in np.flatnonzero(reasons != "")]
+    if pairs.empty:
+        return AnalysisOutput(pd.DataFrame({c: [] for c in OUTPUT_COLUMNS}), issues)
+    res = _compute(pairs, grid_p, grid_value, s)
+    res = res.join(srm_columns(df, pairs, s))
+    return AnalysisOutput(_finish(res, s), issues)
+
+
+def _pair(good: pd.DataFrame) -> tuple[pd.DataFrame, dict[int, str]]:
+    """Join every treatment row to its group's single control row."""
+    reasons: dict[int, str] = {}
+    ctrl, trt = good[good["is_control"]], good[~good["is_control"]]
+    n_ctrl = ctrl.groupby(_KEY, dropna=False).size().rename("n_ctrl").reset_index()
+    n_trt = trt.groupby(_KEY, dropna=False).size().rename("n_trt").reset_index()
+    for frame, other, text in (
+        (trt, n_ctrl, "no valid control arm for this comparison"),
+        (ctrl, n_trt, "no valid treatment arm for this comparison"),
+    ):
+        m = frame.merge(other, on=_KEY, how="left")
+        for rid in m.loc[m.iloc[:, -1].isna(), "row_id"]:
+            reasons[int(rid)] = text
+    multi = n_ctrl[n_ctrl["n_ctrl"] > 1]
+    if not multi.empty:
+        m = good.merge(multi, on=_KEY, how="inner")
+        for rid in m["row_id"]:
+            reasons[int(rid)] = "more than one control arm in this comparison"
+    ctrl = ctrl[~ctrl["row_id"].isin(list(reasons))]
+    pairs = trt.merge(ctrl, on=_KEY, suffixes=("_t", "_c"), how="inner")
+    pairs = pairs[~pairs["row_id_t"].isin(list(reasons))]
+    for c in ("metric_kind", "is_guardrail"):
+        pairs[c] = pairs[f"{c}_c"]
+    return pairs.reset_index(drop=True), reasons
+
+
+def _col(pairs: pd.DataFrame, name: str, side: str, m: np.ndarray) -> np.ndarray:
+    return pairs[f"{name}_{side}"].to_numpy(dtype=float)[m]
+
+
+def _statistic(pairs: pd.DataFrame, kind: str, side: str, m: np.ndarray, cov: bool) -> object:
+    """Batch statistic of one kind for the control ('c') or treatment ('t') side."""
+
+    def g(name: str) -> np.ndarray:
+        return _col(pairs, name, side, m)
+
+    n = g("n_units")
+    if kind in ("mean", "proportion"):
+        covariate = MeanCovariate(g("sum_c"), g("sum_c2"), g("sum_yc")) if cov else None
+        y2 = g("sum_y") if kind == "proportion" else g("sum_y2")
+        cls = ProportionStatistic if kind == "proportion" else MeanStatistic
+        return cls(n, g("sum_y"), y2, covariate)
+    covariate = RatioCovariate(*(g(c) for c in COVARIATES["ratio"])) if cov else None
+    return RatioStatistic(n, g("sum_y"), g("sum_y2"), g("sum_x"), g("sum_x2"), g("sum_xy"), covariate)
+
+
+def _compute(
+    pairs: pd.DataFrame, grid_p: np.ndarray, grid_value: np.ndarray, s: AnalysisSettings
+) -> pd.DataFrame:
+    """Comparison columns for every pair, one vectorised call per kind (x CUPED or not)."""
+    rows = len(pairs)
+    cols: dict[str, np.ndarray] = {}
+    z = float(sps.norm.ppf(1 - s.alpha / 2))
+    kind = pairs["metric_kind"].to_numpy(dtype=object)
+    extra = {name: np.full(rows, np.nan) for name in ("cuped_theta", "cuped_variance_reduction")}
+    grid_flag, cuped_used = np.zeros(rows, bool), np.zeros(rows, bool)
+    for k in ("mean", "proportion", "ratio", "quantile"):
+        is_k = kind == k
+        if k == "quantile":
+            parts = [(is_k, False)]
+        else:
+            has_cov = np.ones(rows, bool)
+            for c in COVARIATES[k]:
+                has_cov &= pairs[f"{c}_c"].notna().to_numpy() & pairs[f"{c}_t"].notna().to_numpy()
+            has_cov &= s.cuped
+            parts = [(is_k & ~has_cov, False), (is_k & has_cov, True)]
+        for m, cov in parts:
+            if not m.any():
+                continue
+            if k == "quantile":
+                arms = []
+                for side in ("c", "t"):
+                    rid = pairs[f"row_id_{side}"].to_numpy()[m]
+                    names = ("n_units", "quantile_p", "quantile_value", "n_events", "sum_s",
+                             "sum_s2", "sum_n", "sum_n2", "sum_sn")  # fmt: skip
+                    q = QuantileStatistic(
+                        *(_col(pairs, c, side, m) for c in names), grid_p[rid], grid_value[rid]
+                    )
+                    arms.append(quantile_arm(q, z))
+                grid_flag[m] = arms[0].grid_extrapolated | arms[1].grid_extrapolated
+                ctl, trt = arms[0].arm, arms[1].arm
+            elif cov:
+                cu = cuped_adjust(_statistic(pairs, k, "c", m, True), _statistic(pairs, k, "t", m, True))
+                ctl, trt = cu.control, cu.treatment
+                extra["cuped_theta"][m], extra["cuped_variance_reduction"][m] = (
+                    cu.theta, cu.variance_reduction)  # fmt: skip
+                cuped_used[m] = True
+            else:
+                ctl = linearize(_statistic(pairs, k, "c", m, False))
+                trt = linearize(_statistic(pairs, k, "t", m, False))
+            test = "welch" if k == "mean" else "z"
+            _scatter(cols, m, rows, compare(ctl, trt, s.alpha, test, s.relative_ci), ctl, trt)
+    out = pairs[[*GROUP_COLUMNS, "metric_kind", "is_guardrail"]].copy()
+    out["quantile_p"] = pairs["quantile_p_c"].where(pairs["metric_kind"] == "quantile")
+    out["control_arm"], out["treatment_arm"] = pairs["arm_c"], pairs["arm_t"]
+    out["n_control"] = pairs["n_units_c"].astype("int64")
+    out["n_treatment"] = pairs["n_units_t"].astype("int64")
+    for name, arr in {**cols, **extra}.items():
+        out[name] = arr
+    out["_grid_flag"], out["_cuped"] = grid_flag, cuped_used
+    out["method"] = pairs["metric_kind"].map(_METHOD) + np.where(cuped_used, "+cuped", "")
+    return out
+
+
+def _scatter(
+    cols: dict[str, np.ndarray], m: np.ndarray, rows: int, r: ComparisonResult,
+    ctl: ArmEstimate, trt: ArmEstimate,
+) -> None:
+    """Write a subset's results into full-length output columns."""
+    values = dict(vars(r))
+    values["_var_c"], values["_var_t"] = ctl.variance, trt.variance
+    for name, v in values.items():
+        if name not in cols:
+            cols[name] = np.zeros(rows, bool) if name == "rel_unbounded" else np.full(rows, np.nan)
+        cols[name][m] = v
+
+
+def _finish(res: pd.DataFrame, s: AnalysisSettings) -> pd.DataFrame:
+    """Corrections, sequential intervals, MDE, trust and flags; final column order."""
+    guard = res["is_guardrail"].to_numpy(bool) | res["metric"].isin(s.guardrail_metrics).to_numpy()
+    res["is_guardrail"] = guard
+    res["family"] = np.where(guard, "guardrail", "primary")
+    fam_id = (res["experiment_id"].astype(str) + "|" + res["as_of_date"].astype(str) + "|"
+              + res["family"]).to_numpy()  # fmt: skip
+    p = res["p_value"].to_numpy(float)
+    adj = np.full(len(res), np.nan)
+    adj[~guard] = adjust_p_values(p[~guard], fam_id[~guard], s.correction)
+    adj[guard] = adjust_p_values(p[guard], fam_id[guard], s.guardrail_correction)
+    res["p_value_adjusted"] = adj
+    res["correction_method"] = np.where(guard, s.guardrail_correction, s.correction)
+    res["is_significant"] = adj < s.alpha
+    _sequential(res, s)
+    res["mde_abs"] = power.mde(res["se_abs"].to_numpy() ** 2, s.alpha, s.target_power)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        res["mde_rel"] = res["mde_abs"] / res["value_control"].abs()
+    res["relative_method"] = s.relative_ci
+    res["alpha"] = s.alpha
+    nonfinite = ~np.isfinite(res["p_value"].to_numpy(float))
+    flags = {
+        "srm": res["_srm"].to_numpy(bool),
+        "srm_segment": res["_srm_segment"].to_numpy(bool),
+        "cuped": res["_cuped"].to_numpy(bool),
+        "fieller_unbounded": res["rel_unbounded"].to_numpy(bool),
+        "quantile_grid_extrapolated": res["_grid_flag"].to_numpy(bool),
+        "not_computable": nonfinite,
+    }
+    text = np.full(len(res), "", dtype=object)
+    for name, mask in flags.items():
+        text = np.where(mask, np.where(text == "", name, text + ";" + name), text)
+    res["flags"] = text
+    res["is_trustworthy"] = ~(res["_untrusted"].to_numpy(bool) | nonfinite)
+    res = res.sort_values([*GROUP_COLUMNS, "quantile_p", "treatment_arm"], na_position="first")
+    return res[OUTPUT_COLUMNS].reset_index(drop=True)
+
+
+def _sequential(res: pd.DataFrame, s: AnalysisSettings) -> None:
+    """Confidence sequences (absolute and relative), intersected over the table's looks."""
+    n_total = (res["n_control"] + res["n_treatment"]).to_numpy(float)
+    comp = (res[["experiment_id", "metric", "segment_type", "segment_value", "treatment_arm"]]
+            .astype(str).agg("|".join, axis=1) + "|" + res["quantile_p"].astype(str))  # fmt: skip
+    comp_id = pd.factorize(comp)[0]
+    day = pd.to_datetime(res["as_of_date"]).to_numpy().astype("int64")
+    for scale in ("abs", "rel"):
+        est = res[f"delta_{scale}"].to_numpy(float)
+        var = res[f"se_{scale}"].to_numpy(float) ** 2
+        cs = confidence_sequence(est, var, n_total, s.seq_alpha, s.sequential_tuning_n)
+        lo, hi, p = running_intersection(comp_id, day, cs.ci_lower, cs.ci_upper, cs.p_value)
+        res[f"seq_ci_{scale}_lower"], res[f"seq_ci_{scale}_upper"] = lo, hi
+        if scale == "abs":
+            res["seq_p_value"] = p
+    res["is_seq_significant"] = (res["seq_ci_abs_lower"] > 0) | (res["seq_ci_abs_upper"] < 0)

@@ -1,0 +1,79 @@
+"""Typed analysis settings (pydantic, frozen), loadable from JSON, TOML or YAML."""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from stats.corrections import Correction
+
+
+class AnalysisSettings(BaseModel):
+    """Everything :func:`stats.engine.analyze` can be told.
+
+    Attributes:
+        alpha: two-sided level of every interval and of ``is_significant``.
+        target_power: power at which ``mde_abs`` / ``mde_rel`` are computed.
+        correction: multiple-comparison method for the primary family.
+        guardrail_correction: method for the guardrail family (corrected apart).
+        guardrail_metrics: metric names treated as guardrails in addition to rows whose
+            ``is_guardrail`` is true.
+        relative_ci: "delta" or "fieller" interval for the relative delta.
+        cuped: use the covariate columns when present.
+        srm_alpha: SRM alarm threshold on the chi-square p-value.
+        srm_segment_scope: "segment": a segment's SRM marks that segment's rows
+            untrustworthy; "experiment": it marks the whole experiment (that day).
+        srm_metric: metric whose n_units are the assignment counts; default: the largest
+            n_units over metrics per arm and segment.
+        expected_split: experiment_id -> arm -> weight; experiments not listed: equal split.
+        sequential_alpha: level of the confidence sequence (default: ``alpha``).
+        sequential_tuning_n: mixing parameter N* of the normal-mixture confidence sequence,
+            in total units (both arms): the sample size where it is tightest.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    alpha: float = Field(0.05, gt=0.0, lt=1.0)
+    target_power: float = Field(0.8, gt=0.0, lt=1.0)
+    correction: Correction = "bh"
+    guardrail_correction: Correction = "bh"
+    guardrail_metrics: frozenset[str] = frozenset()
+    relative_ci: Literal["delta", "fieller"] = "delta"
+    cuped: bool = True
+    srm_alpha: float = Field(0.001, gt=0.0, lt=1.0)
+    srm_segment_scope: Literal["segment", "experiment"] = "segment"
+    srm_metric: str | None = None
+    expected_split: dict[str, dict[str, float]] = Field(default_factory=dict)
+    sequential_alpha: float | None = Field(None, gt=0.0, lt=1.0)
+    sequential_tuning_n: float = Field(100_000.0, gt=0.0)
+
+    @property
+    def seq_alpha(self) -> float:
+        """The confidence sequence's level."""
+        return self.alpha if self.sequential_alpha is None else self.sequential_alpha
+
+    @classmethod
+    def from_file(cls, path: Path) -> AnalysisSettings:
+        """Load settings from a .json, .toml or .yaml/.yml file.
+
+        Raises:
+            ValueError: unknown extension or invalid content.
+            OSError: the file cannot be read.
+        """
+        text = path.read_text()
+        suffix = path.suffix.lower()
+        if suffix == ".json":
+            data = json.loads(text)
+        elif suffix == ".toml":
+            data = tomllib.loads(text)
+        elif suffix in (".yaml", ".yml"):
+            import yaml  # optional dependency, only needed for YAML configs
+
+            data = yaml.safe_load(text) or {}
+        else:
+            raise ValueError(f"config must be .json, .toml or .yaml, got {path.name}")
+        return cls.model_validate(data)
