@@ -1,0 +1,327 @@
+"""Seeded simulation study of the statistics engine (``stats``), vectorised with numpy.
+
+Internal validation only (cf. gbstats ``devtools/simulation.py``). Each simulated experiment
+is drawn at the *unit* (client) level with clustered, heavy-tailed data, reduced to exactly
+the sufficient statistics the warehouse produces (docs/stats.md), and analysed by
+:func:`stats.engine.analyze_table` - the same call the pipeline makes. Simulations are rows of
+one table: ``segment_type="sim"``, ``segment_value=<index>``.
+
+Data model (per unit i, per arm):
+    lambda_i ~ LogNormal(LAM_MU, LAM_SIGMA)           heavy-tailed activity
+    x_i      = 1 + Poisson(lambda_i)                   events (requests) in the experiment
+    u_i      ~ N(0, TAU^2)                             per-unit random effect (clustering)
+    event j latency = exp(LAT_MU + u_i + SIGMA_E e_ij) x (1 + effect)   (quantile metrics)
+    y_i      = sum of x_i Gamma(K, THETA e^{u_i}) latencies x (1 + effect)
+             = Gamma(K x_i, THETA e^{u_i}) (1 + effect)   (mean metric y_i, ratio y_i / x_i)
+    pre-period: d_i = 1 + Poisson(lambda_i), c_i = Gamma(K d_i, THETA e^{u_i})   (CUPED)
+Truths: E[y] = K THETA e^{TAU^2/2} E[x], ratio K THETA e^{TAU^2/2}, event-level latency is
+LogNormal(LAT_MU, TAU^2 + SIGMA_E^2) (u independent of x), so every true delta is known.
+
+Run ``python -m simulation.study --full`` for the documented numbers (10,000 tests each).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from scipy import stats as sps
+
+from stats.engine import analyze_table
+from stats.settings import AnalysisSettings
+from stats.srm import srm_p_value
+
+LAM_MU, LAM_SIGMA, TAU, K, THETA = 1.0, 1.0, 0.5, 2.0, 50.0
+LAT_MU, SIGMA_E = np.log(80.0), 0.8
+GRID_C = (-4.0, -2.5, -1.5, -1.0, -0.5, 0.0, 0.5, 1.0, 1.5, 2.5, 4.0)
+"""Grid of the quantile function: p + c sqrt(p (1 - p) / n_events) for c in GRID_C."""
+EFFECT = 0.03
+QUANTILES = (0.5, 0.95)
+
+
+def true_values(effect: float = 0.0) -> dict[str, float]:
+    """Population values of each metric in an arm with multiplicative ``effect``."""
+    ex = 1.0 + np.exp(LAM_MU + LAM_SIGMA**2 / 2)
+    per_event = K * THETA * np.exp(TAU**2 / 2) * (1 + effect)
+    sd = np.sqrt(TAU**2 + SIGMA_E**2)
+    out = {"mean": per_event * ex, "ratio": per_event}
+    for p in QUANTILES:
+        out[f"p{round(p * 100)}"] = float(np.exp(LAT_MU + sps.norm.ppf(p) * sd) * (1 + effect))
+    return out
+
+
+@dataclass
+class _Arm:
+    """Per-unit arrays of one arm for a chunk of simulations, (sims, units), 0-padded."""
+
+    mask: np.ndarray
+    x: np.ndarray
+    y: np.ndarray
+    c: np.ndarray
+    d: np.ndarray
+    u: np.ndarray
+
+
+def _draw_arm(rng: np.random.Generator, n: np.ndarray, width: int, effect: float) -> _Arm:
+    shape = (n.size, width)
+    mask = np.arange(width)[None, :] < n[:, None]
+    lam = rng.lognormal(LAM_MU, LAM_SIGMA, shape)
+    u = rng.normal(0.0, TAU, shape)
+    x = (1 + rng.poisson(lam)) * mask
+    d = (1 + rng.poisson(lam)) * mask
+    scale = THETA * np.exp(u)
+    y = rng.gamma(K * np.maximum(x, 1), scale) * (1 + effect) * mask
+    c = rng.gamma(K * np.maximum(d, 1), scale) * mask
+    return _Arm(mask, x.astype(float), y, c, d.astype(float), u)
+
+
+def _arm_sizes(rng: np.random.Generator, sims: int, n_per_arm: int) -> np.ndarray:
+    """Units per arm: a 50/50 Bernoulli split of 2 n units, (sims, 2)."""
+    a = rng.binomial(2 * n_per_arm, 0.5, sims)
+    return np.stack([a, 2 * n_per_arm - a], axis=1)
+
+
+def _base(sims: np.ndarray, arm: int, n: np.ndarray, metric: str, kind: str) -> dict:
+    return {
+        "experiment_id": "study", "metric": metric, "metric_kind": kind, "is_guardrail": False,
+        "segment_type": "sim", "segment_value": sims.astype(str), "arm": "AB"[arm],
+        "is_control": arm == 0, "as_of_date": "2026-01-01", "n_units": n.astype(float),
+    }  # fmt: skip
+
+
+def mean_ratio_rows(a: _Arm, sims: np.ndarray, arm: int) -> list[dict]:
+    """Sufficient-statistic rows (mean and ratio, each with and without CUPED)."""
+    n = a.mask.sum(1)
+    s = lambda v: v.sum(axis=1)  # noqa: E731
+    y, x, c, d = a.y, a.x, a.c, a.d
+    mean = {"sum_y": s(y), "sum_y2": s(y * y)}
+    mean_cov = {"sum_c": s(c), "sum_c2": s(c * c), "sum_yc": s(y * c)}
+    ratio = {**mean, "sum_x": s(x), "sum_x2": s(x * x), "sum_xy": s(x * y)}
+    ratio_cov = {**mean_cov, "sum_d": s(d), "sum_d2": s(d * d), "sum_cd": s(c * d),
+                 "sum_yd": s(y * d), "sum_xc": s(x * c), "sum_xd": s(x * d)}  # fmt: skip
+    return [
+        {**_base(sims, arm, n, "mean", "mean"), **mean},
+        {**_base(sims, arm, n, "mean_cuped", "mean"), **mean, **mean_cov},
+        {**_base(sims, arm, n, "ratio", "ratio"), **ratio},
+        {**_base(sims, arm, n, "ratio_cuped", "ratio"), **ratio, **ratio_cov},
+    ]
+
+
+def quantile_rows(
+    rng: np.random.Generator, a: _Arm, sims: np.ndarray, arm: int, effect: float
+) -> list[dict]:
+    """Event-level latencies reduced to the quantile sufficient statistics of each sim."""
+    counts = a.x.astype(np.int64)
+    n_sims, width = counts.shape
+    unit = np.repeat(np.arange(n_sims * width), counts.ravel())
+    sim = unit // width
+    values = np.exp(LAT_MU + a.u.ravel()[unit] + SIGMA_E * rng.standard_normal(unit.size))
+    values *= 1 + effect
+    n_ev = counts.sum(axis=1)
+    starts = np.r_[0, np.cumsum(n_ev)[:-1]]
+    mat = np.full((n_sims, n_ev.max()), np.inf)
+    mat[sim, np.arange(unit.size) - starts[sim]] = values
+    mat.sort(axis=1)
+    rows = []
+    n_units = a.mask.sum(1)
+    for p in QUANTILES:
+        # type-1 empirical quantile, X_(ceil(N g)), what percentile_approx returns
+        def at(g: np.ndarray) -> np.ndarray:
+            idx = np.clip(np.ceil(n_ev[:, None] * g).astype(np.int64) - 1, 0, n_ev[:, None] - 1)
+            return np.take_along_axis(mat, idx, axis=1)
+
+        q = at(np.full((n_sims, 1), p))[:, 0]
+        grid_p = p + np.outer(np.sqrt(p * (1 - p) / n_ev), GRID_C)
+        grid_v = at(grid_p)
+        s_i = np.bincount(unit, weights=values <= q[sim], minlength=n_sims * width)
+        s_i = s_i.reshape(n_sims, width)
+        n_i = counts.astype(float)
+        rows.append({
+            **_base(sims, arm, n_units, f"latency_p{round(p * 100)}", "quantile"),
+            "quantile_p": p, "quantile_value": q, "n_events": n_ev.astype(float),
+            "sum_s": s_i.sum(1), "sum_s2": (s_i * s_i).sum(1), "sum_n": n_i.sum(1),
+            "sum_n2": (n_i * n_i).sum(1), "sum_sn": (s_i * n_i).sum(1),
+            "grid_p": list(grid_p), "grid_value": list(grid_v),
+        })  # fmt: skip
+    return rows
+
+
+def simulate_table(
+    seed: int, sims: int, n_per_arm: int, effect: float, quantiles: bool, chunk: int = 500
+) -> tuple[pd.DataFrame, float]:
+    """Sufficient-statistics table of ``sims`` experiments, and rho^2 of y with c (pooled).
+
+    Args:
+        seed: RNG seed.
+        sims: number of simulated experiments.
+        n_per_arm: expected units per arm.
+        effect: multiplicative treatment effect (arm B).
+        quantiles: also draw events and produce the quantile metrics.
+        chunk: simulations generated at once (memory bound).
+    """
+    rng = np.random.default_rng(seed)
+    frames, cyy = [], np.zeros((2, 2))
+    for lo in range(0, sims, chunk):
+        ids = np.arange(lo, min(lo + chunk, sims))
+        sizes = _arm_sizes(rng, ids.size, n_per_arm)
+        width = int(sizes.max())
+        for arm in (0, 1):
+            a = _draw_arm(rng, sizes[:, arm], width, effect if arm else 0.0)
+            rows = mean_ratio_rows(a, ids, arm)
+            if quantiles:
+                rows += quantile_rows(rng, a, ids, arm, effect if arm else 0.0)
+            frames += [pd.DataFrame(r) for r in rows]
+            yc = np.stack([a.y[a.mask], a.c[a.mask]])
+            yc = yc - yc.mean(axis=1, keepdims=True)
+            cyy += yc @ yc.T
+    rho2 = cyy[0, 1] ** 2 / (cyy[0, 0] * cyy[1, 1])
+    return pd.concat(frames, ignore_index=True), float(rho2)
+
+
+def sequential_fpr(
+    seed: int, sims: int, units_per_day: int, days: int = 30, alpha: float = 0.05
+) -> dict[str, float]:
+    """A/A with ``days`` cumulative daily looks through the engine's confidence sequence."""
+    rng = np.random.default_rng(seed)
+    frames = []
+    for arm in (0, 1):
+        n = np.full(sims * days, units_per_day)
+        a = _draw_arm(rng, n, units_per_day, 0.0)
+        sy = np.cumsum(a.y.sum(1).reshape(sims, days), axis=1).ravel()
+        sy2 = np.cumsum((a.y**2).sum(1).reshape(sims, days), axis=1).ravel()
+        day = np.tile(np.arange(days), sims)
+        frames.append(pd.DataFrame({
+            **_base(np.repeat(np.arange(sims), days), arm, (day + 1.0) * units_per_day,
+                    "mean", "mean"),
+            "as_of_date": pd.Timestamp("2026-01-01") + pd.to_timedelta(day, "D"),
+            "sum_y": sy, "sum_y2": sy2,
+        }))  # fmt: skip
+    settings = AnalysisSettings(
+        alpha=alpha, correction="none", sequential_tuning_n=2.0 * units_per_day * days
+    )
+    res = analyze_table(pd.concat(frames, ignore_index=True), settings).results
+    by_sim = res.groupby("segment_value")
+    return {
+        "sequential_ever_significant": float(by_sim["is_seq_significant"].any().mean()),
+        "fixed_horizon_ever_significant": float((by_sim["p_value"].min() < alpha).mean()),
+        "sequential_final_look": float(
+            res.loc[pd.to_datetime(res["as_of_date"]) == res["as_of_date"].max()]
+            .eval("seq_ci_abs_lower > 0 or seq_ci_abs_upper < 0")
+            .mean()
+        ),
+    }
+
+
+def srm_study(seed: int, sims: int, n_total: int = 200_000, alpha: float = 0.001) -> dict:
+    """SRM alarm rate under a 50/50 split, and detection of a 50.5/49.5 split."""
+    rng = np.random.default_rng(seed)
+    a = rng.binomial(n_total, 0.5, sims)
+    p = srm_p_value(np.stack([a, n_total - a], 1), np.ones((sims, 2)))
+    # exact size of the chi-square gate: P(reject) summed over the binomial distribution
+    k = np.arange(n_total + 1)
+    pk = srm_p_value(np.stack([k, n_total - k], 1), np.ones((k.size, 2)))
+    exact = float(sps.binom.pmf(k[pk < alpha], n_total, 0.5).sum())
+    b = rng.binomial(n_total, 0.505, sims)
+    p_b = srm_p_value(np.stack([b, n_total - b], 1), np.ones((sims, 2)))
+    fixed = srm_p_value([[0.505 * n_total, 0.495 * n_total]], [[1, 1]])[0]
+    return {
+        "srm_alarm_rate_aa": float((p < alpha).mean()),
+        "srm_exact_size_aa": exact,
+        "srm_p_505_495_exact_counts": float(fixed),
+        "srm_power_505_495": float((p_b < alpha).mean()),
+    }
+
+
+def _rate(mask: pd.Series) -> float:
+    return float(np.mean(mask.to_numpy(bool)))
+
+
+def fpr_and_coverage(seed: int, sims: int, n_mean: int, n_quantile: int) -> dict[str, float]:
+    """A/A false-positive rates and 95% coverage with a known 3% effect, per metric."""
+    out: dict[str, float] = {}
+    settings = AnalysisSettings(correction="none")
+    for label, effect in (("aa", 0.0), ("effect", EFFECT)):
+        for n, with_q, metrics in (
+            (n_mean, False, ("mean", "mean_cuped", "ratio", "ratio_cuped")),
+            (n_quantile, True, ("latency_p50", "latency_p95")),
+        ):
+            table, rho2 = simulate_table(seed + (7 if effect else 0) + n, sims, n, effect, with_q)
+            res = analyze_table(table, settings).results
+            if not with_q and label == "effect":
+                out.update(_cuped_numbers(res, rho2))
+            c0, c1 = true_values(0.0), true_values(effect)
+            for m in metrics:
+                r = res[res["metric"] == m]
+                if label == "aa":
+                    out[f"fpr_{m}"] = _rate(r["p_value"] < 0.05)
+                    continue
+                key = m.removeprefix("latency_").removesuffix("_cuped")
+                true_abs = c1[key] - c0[key]
+                out[f"coverage_abs_{m}"] = _rate(
+                    (r["ci_abs_lower"] <= true_abs) & (true_abs <= r["ci_abs_upper"])
+                )
+                out[f"coverage_rel_{m}"] = _rate(
+                    (r["ci_rel_lower"] <= effect) & (effect <= r["ci_rel_upper"])
+                )
+    return out
+
+
+def _cuped_numbers(res: pd.DataFrame, rho2: float) -> dict[str, float]:
+    """Monte-Carlo variance of the CUPED delta over the plain one, against 1 - rho^2."""
+    raw = res.loc[res["metric"] == "mean", "delta_abs"].to_numpy()
+    adj = res.loc[res["metric"] == "mean_cuped", "delta_abs"].to_numpy()
+    est = res.loc[res["metric"] == "mean_cuped", "cuped_variance_reduction"].to_numpy()
+    raw_r = res.loc[res["metric"] == "ratio", "delta_abs"].to_numpy()
+    adj_r = res.loc[res["metric"] == "ratio_cuped", "delta_abs"].to_numpy()
+    return {
+        "cuped_one_minus_rho2": 1.0 - rho2,
+        "cuped_mc_variance_ratio": float(np.var(adj) / np.var(raw)),
+        "cuped_estimated_variance_ratio": float(np.mean(1.0 - est)),
+        "cuped_ratio_metric_mc_variance_ratio": float(np.var(adj_r) / np.var(raw_r)),
+    }
+
+
+@dataclass(frozen=True)
+class StudySize:
+    """How big a study to run."""
+
+    sims: int = 10_000
+    n_mean: int = 1_000
+    n_quantile: int = 400
+    seq_sims: int = 10_000
+    seq_units_per_day: int = 100
+    srm_sims: int = 1_000_000
+
+
+FULL = StudySize()
+FAST = StudySize(sims=2_000, n_mean=600, n_quantile=300, seq_sims=1_000, srm_sims=200_000)
+
+
+def run_study(size: StudySize = FULL, seed: int = 20260101) -> dict[str, float]:
+    """All validation numbers of docs/stats.md for one study size."""
+    out = fpr_and_coverage(seed, size.sims, size.n_mean, size.n_quantile)
+    out.update(sequential_fpr(seed + 1, size.seq_sims, size.seq_units_per_day))
+    out.update(srm_study(seed + 2, size.srm_sims))
+    return out
+
+
+def main(argv: list[str] | None = None) -> None:
+    """CLI: ``python -m simulation.study [--full] [--seed N]``; prints one number per line."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--full", action="store_true", help="10,000 simulations per check")
+    parser.add_argument("--seed", type=int, default=20260101)
+    args = parser.parse_args(argv)
+    size = FULL if args.full else FAST
+    start = time.perf_counter()
+    numbers = run_study(size, args.seed)
+    for name, value in numbers.items():
+        print(f"{name:45s} {value:.6f}")
+    print(f"{'sims':45s} {size.sims}")
+    print(f"{'seconds':45s} {time.perf_counter() - start:.1f}")
+
+
+if __name__ == "__main__":
+    main()
