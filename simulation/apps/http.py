@@ -1,0 +1,109 @@
+"""Browser sessions: ``http_transactions`` (and their ``connections``).
+
+A browser session issues a heavy-tailed number of HTTP requests to a few origins. With connection
+pooling, origins that can be coalesced (here: pairs of origins sharing a certificate) share one
+connection; without it each origin opens its own. The first request of a connection pays the
+handshake (0 or 1 RTT) and starts from the initial window; later ones reuse an open window.
+
+Responses are log-normal in size (desktop pages pull larger resources than mobile ones). While a
+response is in flight other requests of the page are in flight on the same connection (more on
+desktop than on mobile); with forced head-of-line blocking (``single_stream``) their bytes are
+interleaved on the one ordered stream, so their losses stall this response too
+(:func:`simulation.transport.transfer`), which is why FHOL costs more at the tail on Windows than
+on Android (seed 000).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from simulation.apps.common import (
+    EventBatch,
+    connection_u64,
+    first_in_group,
+    group_cumsum,
+    heavy_count,
+    lognormal,
+    ragged_index,
+)
+from simulation.apps.connections import aggregate_connections
+from simulation.population import Population
+from simulation.scenario import HttpWorkload
+from simulation.sessions import Sessions
+from simulation.transport import TransportArrays, handshake_ms, transfer
+
+#                         Windows Android macOS iOS   Linux
+SIZE_MEDIAN = np.array([26_000.0, 14_000.0, 26_000.0, 14_000.0, 26_000.0])
+SIZE_SIGMA = np.array([1.8, 1.6, 1.8, 1.6, 1.8])
+CONCURRENT = np.array([5.0, 1.5, 5.0, 1.5, 5.0])  # other streams in flight on the connection
+TX_FACTOR = np.array([1.3, 0.8, 1.3, 0.8, 1.3])  # requests per session relative to the workload's
+SERVER_MEDIAN_MS = 40.0
+HOSTS_EXTRA = 1.5  # origins per session: 1 + Poisson(1.5)
+
+
+def concurrent_cross_bytes(rng: np.random.Generator, size: np.ndarray, platform: np.ndarray) -> np.ndarray:
+    """Bytes of other in-flight responses interleaved with this one before its last byte."""
+    m = len(size)
+    others = rng.poisson(CONCURRENT[platform])
+    other_size = lognormal(rng, SIZE_MEDIAN[platform], 1.0, m)
+    return others * np.minimum(other_size, size) * rng.uniform(0.3, 1.0, m)
+
+
+def browser_events(
+    rng: np.random.Generator,
+    sess: Sessions,
+    sidx: np.ndarray,
+    pop: Population,
+    tp_client: TransportArrays,
+    cfg: HttpWorkload,
+) -> dict[str, EventBatch]:
+    """HTTP transactions of the browser sessions ``sidx`` and the connections they used."""
+    plat_s = pop.platform[sess.client[sidx]]
+    count = heavy_count(rng, cfg.transactions_per_session * TX_FACTOR[plat_s], len(sidx))
+    g, pos = ragged_index(count)
+    s = sidx[g]
+    m = len(s)
+    client = sess.client[s]
+    plat = pop.platform[client]
+    tp = tp_client.take(client)
+    net = {k: v[s] for k, v in sess.net.items()}
+
+    hosts = 1 + rng.poisson(HOSTS_EXTRA, len(sidx))
+    host = np.where(pos == 0, 0, rng.integers(0, hosts[g]))
+    conn_no = np.where(tp.pooling, host // 2, host)
+    conn = connection_u64(sess.session_u64[s], conn_no, "browser")
+    new = first_in_group(conn)
+
+    size = np.maximum(lognormal(rng, SIZE_MEDIAN[plat], SIZE_SIGMA[plat], m), 200.0).round()
+    req = np.maximum(lognormal(rng, 700.0, 0.5, m), 80.0).round()
+    cross = np.where(tp.single_stream, concurrent_cross_bytes(rng, size, plat), 0.0)
+    tr = transfer(rng, size, net, tp, warm=~new, cross_bytes=cross)
+    hs, zr = handshake_ms(rng, net["rtt_ms"], tp.zero_rtt, pop.zero_rtt_p[client])
+    hs = np.where(new, hs, 0.0)
+    zr = zr & new
+    server = lognormal(rng, SERVER_MEDIAN_MS, 1.0, m)
+    latency = hs + server + tr["time_ms"]
+
+    gap = rng.exponential(8_000.0, m)
+    t = sess.start_ms[s] + group_cumsum(gap, g).astype(np.int64)
+    http = EventBatch(
+        "http_transactions",
+        s,
+        t,
+        {
+            "connection_id": conn,
+            "stream_id": 4 * pos,
+            "request_bytes": req.astype(np.int64),
+            "response_bytes": size.astype(np.int64),
+            "latency_ms": latency,
+            "ttfb_ms": hs + server + tr["ttfb_ms"],
+            "hol_blocked_ms": tr["hol_ms"],
+            "packets_lost": tr["lost"],
+            "new_connection": new,
+            "protocol": np.zeros(m, dtype=np.int8),
+            "status_code": np.full(m, 200, dtype=np.int64),
+        },
+    )
+    conns = aggregate_connections(conn, s, t + latency.astype(np.int64), tr, latency, size, req, hs, zr, tp)
+    return {"http_transactions": http, "connections": conns}
+

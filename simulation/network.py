@@ -1,0 +1,107 @@
+"""Client access networks: RTT, bursty loss, bandwidth, bottleneck buffer.
+
+Model (all per client, then varied per session):
+
+* base RTT, loss rate, bandwidth and bottleneck buffer are log-normal, with medians and spreads by
+  network type (ethernet < wifi < cellular for RTT and loss, the reverse for bandwidth) and a
+  platform modifier (Android fleets sit more often on slow, distant networks). Log-normal RTT and
+  throughput are the usual fit of fleet measurements (e.g. Kakhki et al. 2017, "Taking a Long
+  Look at QUIC"; M-Lab NDT distributions).
+* loss follows a two-state Gilbert–Elliott channel (Gilbert 1960, Elliott 1963): in the bad state
+  every packet is lost, bursts last a geometric number of packets with mean ``burst_len``, and the
+  long-run loss rate is ``loss``. For a transfer of *n* packets the number of bursts is
+  ``Poisson(n * loss / burst_len)`` and the packets lost are the sum of that many geometric burst
+  lengths (a negative binomial), which is the GE chain's count distribution for sparse bursts.
+* each session varies around the client's own network (log-normal factors), so observations of a
+  client are correlated, as in real fleets.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+PLATFORMS = ("Windows", "Android", "macOS", "iOS", "Linux")
+NETWORK_TYPES = ("ethernet", "wifi", "cellular")
+PLATFORM_SHARES = np.array([0.40, 0.35, 0.10, 0.10, 0.05])
+MOBILE = np.array([False, True, False, True, False])
+
+# P(network type | platform): desktop mostly wired/wifi, mobile wifi/cellular.
+NET_GIVEN_DESKTOP = np.array([0.45, 0.53, 0.02])
+NET_GIVEN_MOBILE = np.array([0.0, 0.5, 0.5])
+
+#                      ethernet  wifi    cellular
+RTT_MEDIAN_MS = np.array([22.0, 38.0, 70.0])
+RTT_SIGMA = np.array([0.55, 0.6, 0.65])
+LOSS_MEDIAN = np.array([0.0006, 0.0015, 0.003])
+LOSS_SIGMA = np.array([1.3, 1.3, 1.2])
+BURST_MEAN = np.array([1.5, 2.0, 3.0])
+BW_MEDIAN_KBPS = np.array([45_000.0, 22_000.0, 9_000.0])
+BW_SIGMA = np.array([0.9, 0.9, 1.0])
+BUFFER_MEDIAN_MS = np.array([25.0, 50.0, 200.0])
+BUFFER_SIGMA = np.array([0.7, 0.7, 0.6])
+JITTER_SIGMA = np.array([0.12, 0.25, 0.35])  # per-ack RTT noise (log-normal sigma)
+CROSS_FLOWS = np.array([0.6, 0.9, 0.3])  # mean competing flows at the bottleneck
+
+#                         Windows Android macOS iOS  Linux
+PLATFORM_RTT_FACTOR = np.array([1.0, 1.3, 0.9, 1.05, 0.9])
+PLATFORM_BW_FACTOR = np.array([1.0, 0.6, 1.3, 1.0, 1.2])
+PLATFORM_LOSS_FACTOR = np.array([1.0, 1.3, 0.8, 0.9, 0.9])
+
+MAX_LOSS = 0.2
+MSS = 1350  # payload bytes per packet
+
+
+def sample_platform_network(
+    rng: np.random.Generator, n: int, platform_shares: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Platform and network-type codes (int8) of ``n`` clients."""
+    shares = PLATFORM_SHARES if platform_shares is None else platform_shares
+    platform = rng.choice(len(PLATFORMS), size=n, p=shares / shares.sum()).astype(np.int8)
+    u = rng.random(n)
+    cdf = np.where(MOBILE[platform][:, None], np.cumsum(NET_GIVEN_MOBILE), np.cumsum(NET_GIVEN_DESKTOP))
+    net = (u[:, None] >= cdf[:, :-1]).sum(axis=1).astype(np.int8)
+    return platform, net
+
+
+def _lognormal(rng: np.random.Generator, median: np.ndarray, sigma: np.ndarray) -> np.ndarray:
+    return median * np.exp(sigma * rng.standard_normal(len(median)))
+
+
+def sample_client_networks(rng: np.random.Generator, platform: np.ndarray, net: np.ndarray) -> dict[str, np.ndarray]:
+    """Each client's own network (arrays keyed rtt_ms, loss, burst, bw_kbps, buffer_ms, jitter, cross)."""
+    rtt = _lognormal(rng, RTT_MEDIAN_MS[net] * PLATFORM_RTT_FACTOR[platform], RTT_SIGMA[net])
+    loss = _lognormal(rng, LOSS_MEDIAN[net] * PLATFORM_LOSS_FACTOR[platform], LOSS_SIGMA[net])
+    bw = _lognormal(rng, BW_MEDIAN_KBPS[net] * PLATFORM_BW_FACTOR[platform], BW_SIGMA[net])
+    buf = _lognormal(rng, BUFFER_MEDIAN_MS[net], BUFFER_SIGMA[net])
+    return {
+        "rtt_ms": np.clip(rtt, 2.0, 3000.0),
+        "loss": np.minimum(loss, MAX_LOSS),
+        "burst": BURST_MEAN[net] * np.exp(0.3 * rng.standard_normal(len(net))).clip(0.5, 3.0),
+        "bw_kbps": np.clip(bw, 150.0, 1_000_000.0),
+        "buffer_ms": np.clip(buf, 3.0, 2000.0),
+        "jitter": JITTER_SIGMA[net].copy(),
+        "cross": CROSS_FLOWS[net].copy(),
+    }
+
+
+def session_networks(rng: np.random.Generator, client_net: dict[str, np.ndarray], idx: np.ndarray) -> dict[str, np.ndarray]:
+    """Network of each session: the owning client's, varied by session-level log-normal factors."""
+    m = len(idx)
+    out = {k: v[idx] for k, v in client_net.items()}
+    out["rtt_ms"] = np.clip(out["rtt_ms"] * np.exp(0.2 * rng.standard_normal(m)), 2.0, 5000.0)
+    out["loss"] = np.minimum(out["loss"] * np.exp(0.7 * rng.standard_normal(m)), MAX_LOSS)
+    out["bw_kbps"] = np.clip(out["bw_kbps"] * np.exp(0.3 * rng.standard_normal(m)), 100.0, 1_000_000.0)
+    out["cross"] = rng.poisson(out["cross"]).astype(np.int16)
+    return out
+
+
+def ge_losses(
+    rng: np.random.Generator, packets: np.ndarray, loss: np.ndarray, burst: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Gilbert–Elliott loss of transfers of ``packets`` packets: (loss bursts, packets lost)."""
+    lam = packets * loss / np.maximum(burst, 1.0)
+    events = rng.poisson(lam)
+    p = 1.0 / np.maximum(burst, 1.0)
+    extra = rng.negative_binomial(np.maximum(events, 1), p) * (events > 0)
+    lost = np.minimum(events + extra, packets)
+    return events, lost
