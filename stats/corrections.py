@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from typing import Literal
 
 import numpy as np
@@ -33,7 +34,7 @@ def adjust_p_values(
     _, inverse = np.unique(fam, return_inverse=True)
     order = np.argsort(inverse, kind="stable")
     bounds = np.flatnonzero(np.r_[True, np.diff(inverse[order]) != 0, True])
-    for a, b in zip(bounds[:-1], bounds[1:], strict=False):
+    for a, b in itertools.pairwise(bounds):
         idx = order[a:b]
         idx = idx[np.isfinite(p[idx])]
         if idx.size:

@@ -136,7 +136,9 @@ def _statistic(pairs: pd.DataFrame, kind: str, side: str, m: np.ndarray, cov: bo
         cls = ProportionStatistic if kind == "proportion" else MeanStatistic
         return cls(n, g("sum_y"), y2, covariate)
     covariate = RatioCovariate(*(g(c) for c in COVARIATES["ratio"])) if cov else None
-    return RatioStatistic(n, g("sum_y"), g("sum_y2"), g("sum_x"), g("sum_x2"), g("sum_xy"), covariate)
+    return RatioStatistic(
+        n, g("sum_y"), g("sum_y2"), g("sum_x"), g("sum_x2"), g("sum_xy"), covariate
+    )
 
 
 def _compute(
@@ -175,7 +177,9 @@ def _compute(
                 grid_flag[m] = arms[0].grid_extrapolated | arms[1].grid_extrapolated
                 ctl, trt = arms[0].arm, arms[1].arm
             elif cov:
-                cu = cuped_adjust(_statistic(pairs, k, "c", m, True), _statistic(pairs, k, "t", m, True))
+                cu = cuped_adjust(
+                    _statistic(pairs, k, "c", m, True), _statistic(pairs, k, "t", m, True)
+                )
                 ctl, trt = cu.control, cu.treatment
                 extra["cuped_theta"][m], extra["cuped_variance_reduction"][m] = (
                     cu.theta, cu.variance_reduction)  # fmt: skip
@@ -198,8 +202,12 @@ def _compute(
 
 
 def _scatter(
-    cols: dict[str, np.ndarray], m: np.ndarray, rows: int, r: ComparisonResult,
-    ctl: ArmEstimate, trt: ArmEstimate,
+    cols: dict[str, np.ndarray],
+    m: np.ndarray,
+    rows: int,
+    r: ComparisonResult,
+    ctl: ArmEstimate,
+    trt: ArmEstimate,
 ) -> None:
     """Write a subset's results into full-length output columns."""
     values = dict(vars(r))

@@ -47,7 +47,17 @@ NEEDED = {
 COVARIATES = {
     "mean": ["sum_c", "sum_c2", "sum_yc"],
     "proportion": ["sum_c", "sum_c2", "sum_yc"],
-    "ratio": ["sum_c", "sum_c2", "sum_d", "sum_d2", "sum_cd", "sum_yc", "sum_yd", "sum_xc", "sum_xd"],
+    "ratio": [
+        "sum_c",
+        "sum_c2",
+        "sum_d",
+        "sum_d2",
+        "sum_cd",
+        "sum_yc",
+        "sum_yd",
+        "sum_xc",
+        "sum_xd",
+    ],
 }
 
 OUTPUT_COLUMNS = [

@@ -65,7 +65,10 @@ def confidence_sequence(
 
 
 def running_intersection(
-    group: npt.ArrayLike, order: npt.ArrayLike, lower: npt.ArrayLike, upper: npt.ArrayLike,
+    group: npt.ArrayLike,
+    order: npt.ArrayLike,
+    lower: npt.ArrayLike,
+    upper: npt.ArrayLike,
     p_value: npt.ArrayLike,
 ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], npt.NDArray[np.float64]]:
     """Intersect each look's sequence with all earlier looks of the same comparison.
@@ -99,7 +102,9 @@ def running_intersection(
     return out[0], out[1], out[2]
 
 
-def _grouped_cummax(seg: npt.NDArray[np.int64], a: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+def _grouped_cummax(
+    seg: npt.NDArray[np.int64], a: npt.NDArray[np.float64]
+) -> npt.NDArray[np.float64]:
     """Cumulative max restarting at each segment (``seg`` non-decreasing), fully vectorised.
 
     Values are replaced by their ranks and offset by ``seg * len(a)``, so one global

@@ -25,6 +25,8 @@ class AnalysisSettings(BaseModel):
         relative_ci: "delta" or "fieller" interval for the relative delta.
         cuped: use the covariate columns when present.
         srm_alpha: SRM alarm threshold on the chi-square p-value.
+        srm_continuity_correction: Yates' correction for two-arm SRM tests (see
+            :func:`stats.srm.srm_p_value`).
         srm_segment_scope: "segment": a segment's SRM marks that segment's rows
             untrustworthy; "experiment": it marks the whole experiment (that day).
         srm_metric: metric whose n_units are the assignment counts; default: the largest
@@ -45,6 +47,7 @@ class AnalysisSettings(BaseModel):
     relative_ci: Literal["delta", "fieller"] = "delta"
     cuped: bool = True
     srm_alpha: float = Field(0.001, gt=0.0, lt=1.0)
+    srm_continuity_correction: bool = True
     srm_segment_scope: Literal["segment", "experiment"] = "segment"
     srm_metric: str | None = None
     expected_split: dict[str, dict[str, float]] = Field(default_factory=dict)

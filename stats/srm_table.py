@@ -35,7 +35,10 @@ def srm_by_segment(df: pd.DataFrame, settings: AnalysisSettings) -> pd.Series:
         rows = experiments == exp
         weights[rows] = [split.get(str(arm), np.nan) for arm in counts.columns]
     weights = np.where(counts.notna().to_numpy(), weights, np.nan)
-    return pd.Series(srm_p_value(counts.to_numpy(float), weights), index=counts.index)
+    return pd.Series(
+        srm_p_value(counts.to_numpy(float), weights, settings.srm_continuity_correction),
+        index=counts.index,
+    )
 
 
 def srm_columns(df: pd.DataFrame, pairs: pd.DataFrame, s: AnalysisSettings) -> pd.DataFrame:
@@ -48,7 +51,9 @@ def srm_columns(df: pd.DataFrame, pairs: pd.DataFrame, s: AnalysisSettings) -> p
     p_seg = srm_by_segment(df, s)
     key = pd.MultiIndex.from_frame(pairs[_SEG])
     seg_p = p_seg.reindex(key).to_numpy(float) if len(p_seg) else np.full(len(pairs), np.nan)
-    overall = p_seg[p_seg.index.get_level_values("segment_type") == "overall"] if len(p_seg) else p_seg
+    overall = (
+        p_seg[p_seg.index.get_level_values("segment_type") == "overall"] if len(p_seg) else p_seg
+    )
     if len(overall):
         overall = overall.groupby(level=["experiment_id", "as_of_date"]).min()
         ov_key = pd.MultiIndex.from_frame(pairs[["experiment_id", "as_of_date"]])

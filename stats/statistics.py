@@ -139,8 +139,10 @@ class MeanStatistic:
             return None
         with np.errstate(divide="ignore", invalid="ignore"):
             mc = c.sum_c / self.n
-        return mc, _cov(c.sum_c2, c.sum_c, c.sum_c, self.n), _cov(
-            c.sum_yc, self.sum_y, c.sum_c, self.n
+        return (
+            mc,
+            _cov(c.sum_c2, c.sum_c, c.sum_c, self.n),
+            _cov(c.sum_yc, self.sum_y, c.sum_c, self.n),
         )
 
 

@@ -31,7 +31,7 @@ def normalize(table: pd.DataFrame, required: list[str]) -> pd.DataFrame:
         raise SchemaError(f"input is missing required column(s): {', '.join(missing)}")
     df = table.reset_index(drop=True).copy()
     df["row_id"] = np.arange(len(df))
-    for c in SUM_COLUMNS + ["n_units"]:
+    for c in [*SUM_COLUMNS, "n_units"]:
         df[c] = pd.to_numeric(df[c], errors="coerce").astype(float) if c in df else np.nan
     for c in ARRAY_COLUMNS:
         if c not in df:
@@ -83,22 +83,28 @@ def row_problems(df: pd.DataFrame) -> pd.Series:
         (is_mean | is_ratio) & _negative(df["sum_y2"], df["sum_y"], n).fillna(False),
         "negative variance (sum_y2)",
     )
-    add(is_ratio & _negative(df["sum_x2"], df["sum_x"], n).fillna(False), "negative variance (sum_x2)")
+    add(
+        is_ratio & _negative(df["sum_x2"], df["sum_x"], n).fillna(False),
+        "negative variance (sum_x2)",
+    )
     add(is_ratio & ~(df["sum_x"] != 0), "ratio metric with sum_x = 0")
     is_prop = kind == "proportion"
-    add(is_prop & ~((df["sum_y"] >= 0) & (df["sum_y"] <= n)), "proportion sum_y outside [0, n_units]")
+    add(
+        is_prop & ~((df["sum_y"] >= 0) & (df["sum_y"] <= n)),
+        "proportion sum_y outside [0, n_units]",
+    )
     is_q = kind == "quantile"
     add(is_q & ~((df["quantile_p"] > 0) & (df["quantile_p"] < 1)), "quantile_p outside (0, 1)")
     add(is_q & ~(df["n_events"] >= 2), "n_events < 2")
     add(
         is_q
-        & (_negative(df["sum_s2"], df["sum_s"], n) | _negative(df["sum_n2"], df["sum_n"], n)).fillna(
-            False
-        ),
+        & (
+            _negative(df["sum_s2"], df["sum_s"], n) | _negative(df["sum_n2"], df["sum_n"], n)
+        ).fillna(False),
         "negative variance (sum_s2 or sum_n2)",
     )
     add(is_q & ~df["grid_ok"], "grid_p/grid_value need >= 2 points, increasing p, same length")
-    dup = df.duplicated(GROUP_COLUMNS + ["quantile_key", "arm"], keep=False) & df["arm"].notna()
+    dup = df.duplicated([*GROUP_COLUMNS, "quantile_key", "arm"], keep=False) & df["arm"].notna()
     add(dup, "duplicate row for this arm")
     text = np.full(len(df), "", dtype=object)
     for r in reasons:
