@@ -77,7 +77,7 @@ def interpolate_grid(
     return out, (k >= 2) & ((t < first) | (t > last))
 
 
-def quantile_arm(stat: QuantileStatistic, z: float) -> QuantileArm:
+def quantile_arm(stat: QuantileStatistic, z: float, window: str = "clustered") -> QuantileArm:
     """Estimate and clustered variance of one arm's quantile (outer CI + post-adjustment).
 
     Args:
@@ -92,7 +92,7 @@ def quantile_arm(stat: QuantileStatistic, z: float) -> QuantileArm:
     with np.errstate(divide="ignore", invalid="ignore"):
         sigma_iid = np.sqrt(p * (1 - p) / n_events)
         var_f = stat.fraction_unit_variance() / stat.n
-    h = z * sigma_iid
+    h = z * (np.sqrt(np.maximum(var_f, sigma_iid**2)) if window == "clustered" else sigma_iid)
     q_lo, ext_lo = interpolate_grid(stat.grid_p, stat.grid_value, p - h)
     q_hi, ext_hi = interpolate_grid(stat.grid_p, stat.grid_value, p + h)
     with np.errstate(divide="ignore", invalid="ignore"):
