@@ -28,7 +28,7 @@ def simulate(
     clients: Annotated[int, typer.Option(help="Clients in the population (default: the scenario's).")] = 0,
     out: Annotated[Path, typer.Option(help="Landing-zone directory to write.")] = Path("var/landing"),
     seed: Annotated[int, typer.Option(help="Random seed (default: the scenario's).")] = -1,
-    format: Annotated[str, typer.Option("--format", help="jsonl (gzip JSON lines) or parquet.")] = "jsonl",  # noqa: A002
+    format: Annotated[str, typer.Option("--format", help="jsonl (gzip JSON lines) or parquet.")] = "jsonl",
     start_date: Annotated[str | None, typer.Option(help="First simulated day, YYYY-MM-DD.")] = None,
     workers: Annotated[int, typer.Option(help="Worker processes (default: CPU count).")] = 0,
 ) -> None:

@@ -11,7 +11,7 @@ Model (all per client, then varied per session):
   every packet is lost, bursts last a geometric number of packets with mean ``burst_len``, and the
   long-run loss rate is ``loss``. For a transfer of *n* packets the number of bursts is
   ``Poisson(n * loss / burst_len)`` and the packets lost are the sum of that many geometric burst
-  lengths (a negative binomial), which is the GE chain's count distribution for sparse bursts.
+  lengths, which is the GE chain's count distribution for sparse bursts.
 * each session varies around the client's own network (log-normal factors), so observations of a
   client are correlated, as in real fleets.
 """
@@ -19,6 +19,8 @@ Model (all per client, then varied per session):
 from __future__ import annotations
 
 import numpy as np
+
+from simulation import variates
 
 PLATFORMS = ("Windows", "Android", "macOS", "iOS", "Linux")
 NETWORK_TYPES = ("ethernet", "wifi", "cellular")
@@ -30,14 +32,14 @@ NET_GIVEN_DESKTOP = np.array([0.45, 0.53, 0.02])
 NET_GIVEN_MOBILE = np.array([0.0, 0.5, 0.5])
 
 #                      ethernet  wifi    cellular
-RTT_MEDIAN_MS = np.array([22.0, 38.0, 70.0])
+RTT_MEDIAN_MS = np.array([35.0, 55.0, 95.0])
 RTT_SIGMA = np.array([0.55, 0.6, 0.65])
-LOSS_MEDIAN = np.array([0.0006, 0.0015, 0.003])
-LOSS_SIGMA = np.array([1.3, 1.3, 1.2])
+LOSS_MEDIAN = np.array([0.0001, 0.0003, 0.0006])
+LOSS_SIGMA = np.array([2.0, 2.0, 1.9])
 BURST_MEAN = np.array([1.5, 2.0, 3.0])
-BW_MEDIAN_KBPS = np.array([45_000.0, 22_000.0, 9_000.0])
-BW_SIGMA = np.array([0.9, 0.9, 1.0])
-BUFFER_MEDIAN_MS = np.array([25.0, 50.0, 200.0])
+BW_MEDIAN_KBPS = np.array([15_000.0, 9_000.0, 4_000.0])
+BW_SIGMA = np.array([1.0, 1.0, 1.1])
+BUFFER_MEDIAN_PKTS = np.array([48.0, 64.0, 256.0])  # bottleneck queue (home routers, RAN buffers)
 BUFFER_SIGMA = np.array([0.7, 0.7, 0.6])
 JITTER_SIGMA = np.array([0.12, 0.25, 0.35])  # per-ack RTT noise (log-normal sigma)
 CROSS_FLOWS = np.array([0.6, 0.9, 0.3])  # mean competing flows at the bottleneck
@@ -68,17 +70,17 @@ def _lognormal(rng: np.random.Generator, median: np.ndarray, sigma: np.ndarray) 
 
 
 def sample_client_networks(rng: np.random.Generator, platform: np.ndarray, net: np.ndarray) -> dict[str, np.ndarray]:
-    """Each client's own network (arrays keyed rtt_ms, loss, burst, bw_kbps, buffer_ms, jitter, cross)."""
+    """Each client's own network (arrays keyed rtt_ms, loss, burst, bw_kbps, buffer_pkts, jitter, cross)."""
     rtt = _lognormal(rng, RTT_MEDIAN_MS[net] * PLATFORM_RTT_FACTOR[platform], RTT_SIGMA[net])
     loss = _lognormal(rng, LOSS_MEDIAN[net] * PLATFORM_LOSS_FACTOR[platform], LOSS_SIGMA[net])
     bw = _lognormal(rng, BW_MEDIAN_KBPS[net] * PLATFORM_BW_FACTOR[platform], BW_SIGMA[net])
-    buf = _lognormal(rng, BUFFER_MEDIAN_MS[net], BUFFER_SIGMA[net])
+    buf = _lognormal(rng, BUFFER_MEDIAN_PKTS[net], BUFFER_SIGMA[net])
     return {
         "rtt_ms": np.clip(rtt, 2.0, 3000.0),
         "loss": np.minimum(loss, MAX_LOSS),
         "burst": BURST_MEAN[net] * np.exp(0.3 * rng.standard_normal(len(net))).clip(0.5, 3.0),
         "bw_kbps": np.clip(bw, 150.0, 1_000_000.0),
-        "buffer_ms": np.clip(buf, 3.0, 2000.0),
+        "buffer_pkts": np.clip(buf, 4.0, 4000.0),
         "jitter": JITTER_SIGMA[net].copy(),
         "cross": CROSS_FLOWS[net].copy(),
     }
@@ -95,13 +97,14 @@ def session_networks(rng: np.random.Generator, client_net: dict[str, np.ndarray]
     return out
 
 
-def ge_losses(
-    rng: np.random.Generator, packets: np.ndarray, loss: np.ndarray, burst: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """Gilbert–Elliott loss of transfers of ``packets`` packets: (loss bursts, packets lost)."""
-    lam = packets * loss / np.maximum(burst, 1.0)
-    events = rng.poisson(lam)
-    p = 1.0 / np.maximum(burst, 1.0)
-    extra = rng.negative_binomial(np.maximum(events, 1), p) * (events > 0)
-    lost = np.minimum(events + extra, packets)
-    return events, lost
+def ge_losses(u_bursts: np.ndarray, u_lengths: np.ndarray, packets: np.ndarray, loss: np.ndarray, burst: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Gilbert–Elliott loss of transfers of ``packets`` packets: (loss bursts, packets lost).
+
+    Bursts ~ Poisson(n·loss/burst); the packets beyond the first of each burst ~ Poisson(bursts ·
+    (burst − 1)) (the sum of geometric burst lengths, Poisson-approximated). Both by inversion of
+    the given uniforms, see :mod:`simulation.variates`.
+    """
+    b = np.maximum(burst, 1.0)
+    events = variates.poisson(u_bursts, packets * loss / b)
+    extra = variates.poisson(u_lengths, events * (b - 1.0))
+    return events, np.minimum(events + extra, packets).astype(np.int64)

@@ -50,8 +50,15 @@ def _rng(scenario: Scenario, day: int, block: int, stream: int) -> np.random.Gen
     return np.random.default_rng(np.random.SeedSequence([scenario.seed, day, block, stream]))
 
 
-def generate_block(scenario: Scenario, day: int, block: int) -> tuple[BlockContext, dict[str, EventBatch]]:
-    """All events (clean, true times) of one day for one block of clients."""
+def generate_block(
+    scenario: Scenario, day: int, block: int, force_arms: dict[str, str] | None = None
+) -> tuple[BlockContext, dict[str, EventBatch]]:
+    """All events (clean, true times) of one day for one block of clients.
+
+    ``force_arms`` (experiment id -> arm name) puts every enrolled client of those experiments in
+    the given arm: the counterfactual world where everyone got that arm. Random streams do not
+    depend on the arms, so worlds differ only by the transport (common random numbers).
+    """
     pop = make_block(
         scenario.seed,
         block,
@@ -60,6 +67,9 @@ def generate_block(scenario: Scenario, day: int, block: int) -> tuple[BlockConte
         scenario.population.platform_shares,
     )
     arms = arm_matrix(scenario, pop.client_u64, day)
+    for exp_id, arm_name in (force_arms or {}).items():
+        i = next(i for i, e in enumerate(scenario.experiments) if e.id == exp_id)
+        arms[i][arms[i] >= 0] = [a.name for a in scenario.experiments[i].arms].index(arm_name)
     tp = client_transport(scenario, arms)
     day_start = int((dt.datetime.combine(scenario.start_date, dt.time()) - dt.datetime(1970, 1, 1)).total_seconds() * 1000) + day * DAY_MS
     sess = make_sessions(_rng(scenario, day, block, 1), pop, day_start, scenario.apps, day_key=day_start)

@@ -15,9 +15,9 @@ bottleneck buffer of ``buf`` packets:
   causes itself: the initial burst overflowing a shallow buffer (IW packets at line rate, or 10 with
   pacing), the slow-start overshoot when the window passes BDP+buffer (halved by pacing, which
   lets delay-based slow-start exit act), and losses in congestion avoidance at the rate the
-  controller's response function needs to hold the window W=BDP+buffer: Reno ``p = 1.5/W²``
-  (Mathis et al. 1997), Cubic in its TCP-friendly region ``p = 8.5/W²`` (RFC 8312 §4.2, W =
-  sqrt(3(1+β)/(2(1-β)))/sqrt(p) with β=0.7), both × N² for N-connection emulation.
+  controller's response function needs to hold the window W=BDP+buffer (:func:`ca_loss_rate`:
+  AIMD for Reno and Cubic's TCP-friendly region, the cubic curve for Cubic at large windows; N-
+  connection emulation makes both more aggressive).
 * **recovery**: a lost packet delays all later bytes of its stream by about one RTT plus the loss
   detection time (FACK/early retransmit: RTT/4 on average); losses in the last three packets (no
   dupacks) wait for a tail loss probe (PTO = max(2·SRTT, 10 ms)) or, with TLP off, for the RTO
@@ -37,6 +37,7 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
+from simulation import variates
 from simulation.network import MSS, ge_losses
 
 HDR_CODES = ("hpack", "qpack", "qcram")
@@ -45,8 +46,6 @@ CC_CODES = ("cubic", "reno")
 
 PACED_INITIAL_BURST = 10
 SS_OVERSHOOT = (0.12, 0.06)  # (unpaced, paced): fraction of the pipe lost at slow-start exit
-CA_LOSS_COEF = (8.5, 1.5)  # (cubic, reno): response-function constant c in p = c N^2 / W^2
-BETA = (0.7, 0.5)  # (cubic, reno) multiplicative decrease
 QUEUE_OCCUPANCY = (0.55, 0.35)  # (cubic, reno) mean standing-queue fraction of the buffer
 MIN_RTO_MS = 200.0
 
@@ -77,16 +76,42 @@ def flow_share(bw_kbps: np.ndarray, nconn: np.ndarray, cross: np.ndarray) -> np.
     return bw_kbps * n / (n + cross)
 
 
-def _cong_losses(n, pipe, buf, bdp, cw0, warm, tp):
+def aimd_params(tp: TransportArrays) -> tuple[np.ndarray, np.ndarray]:
+    """(alpha, beta) of the controller emulating N connections (Chromium's N-connection emulation).
+
+    Reno: alpha = N packets/RTT, beta = (N - 1 + 0.5) / N. Cubic (TCP-friendly region, RFC 8312
+    §4.2): beta = (N - 1 + 0.7) / N, alpha = 3 N^2 (1 - beta) / (1 + beta).
+    """
+    n = tp.nconn.astype(float)
+    beta = np.where(tp.reno, (n - 0.5) / n, (n - 0.3) / n)
+    alpha = np.where(tp.reno, n, 3.0 * n * n * (1.0 - beta) / (1.0 + beta))
+    return alpha, beta
+
+
+def ca_loss_rate(tp: TransportArrays, window: np.ndarray, rtt_ms: np.ndarray) -> np.ndarray:
+    """Loss rate a controller drives the bottleneck to while holding an aggregate window ``window``.
+
+    AIMD response function p = alpha (1 + beta) / (2 (1 - beta) W^2) (Mathis et al. 1997; Floyd,
+    Handley, Padhye 2000); Cubic additionally probes along its cubic curve, which for large windows
+    needs p = 1.072 RTT / w^(4/3) per emulated flow of window w = W/N (RFC 8312 §5.1, C = 0.4),
+    whichever is larger.
+    """
+    alpha, beta = aimd_params(tp)
+    w = np.maximum(window, 2.0)
+    p_aimd = alpha * (1.0 + beta) / (2.0 * (1.0 - beta) * w * w)
+    per_flow = w / tp.nconn.astype(float)
+    p_cubic = np.where(tp.reno, 0.0, 1.072 * (rtt_ms / 1000.0) / per_flow ** (4.0 / 3.0))
+    return np.minimum(np.maximum(p_aimd, p_cubic), 0.05)
+
+
+def _cong_losses(n, pipe, buf, cw0, warm, tp, rtt):
     """Expected congestion losses: initial burst, slow-start exit, congestion avoidance."""
     burst = np.where(tp.pacing, np.minimum(tp.iw, PACED_INITIAL_BURST), tp.iw)
     burst_exp = np.where(warm, 0.0, np.maximum(0.0, np.minimum(burst, n) - buf))
-    exits = (n > pipe) & (cw0 < pipe)
+    exits = (n > pipe) & ~warm  # a reused connection is already past slow start
     ovs = np.where(tp.pacing, SS_OVERSHOOT[1], SS_OVERSHOOT[0])
     exit_exp = np.where(exits, ovs * np.minimum(n - pipe, pipe), 0.0)
-    coef = np.where(tp.reno, CA_LOSS_COEF[1], CA_LOSS_COEF[0])
-    p_ca = np.minimum(coef * tp.nconn.astype(float) ** 2 / np.maximum(pipe, 2.0) ** 2, 0.05)
-    ca_exp = np.maximum(0.0, n - 2.0 * pipe) * p_ca
+    ca_exp = np.maximum(0.0, n - np.where(warm, 1.0, 2.0) * pipe) * ca_loss_rate(tp, pipe, rtt)
     return burst_exp, exit_exp, ca_exp
 
 
@@ -97,9 +122,14 @@ def transfer(
     tp: TransportArrays,
     *,
     warm: np.ndarray,
-    cross_bytes: np.ndarray | None = None,
+    interleaved_bytes: np.ndarray | None = None,
 ) -> dict[str, np.ndarray]:
-    """Simulate transfers; ``net`` holds per-transfer rtt_ms, loss, burst, bw_kbps, buffer_ms, jitter, cross.
+    """Simulate transfers; ``net`` holds per-transfer rtt_ms, loss, burst, bw_kbps, buffer_pkts, jitter, cross.
+
+    ``interleaved_bytes`` are other streams' bytes the connection delivers before this response's
+    last byte (concurrent requests of a page, the audio track...). They share the connection's
+    window and rate in every arm; with ``single_stream`` (FHOL) their losses also stall this
+    response.
 
     Returns arrays: time_ms (request to last byte delivered), ttfb_ms, hol_ms, packets, lost,
     retx, sent, loss_events, srtt_ms, min_rtt_ms, cwnd_bytes, rate_kbps.
@@ -108,60 +138,61 @@ def transfer(
     rtt = net["rtt_ms"]
     bw = flow_share(net["bw_kbps"], tp.nconn, net["cross"])
     n = np.maximum(np.ceil(size_bytes / MSS), 1.0)
+    x = np.zeros(m) if interleaved_bytes is None else interleaved_bytes / MSS
+    nt = n + x  # packets the connection delivers until this response is complete
+    own = n / nt
     bdp = np.maximum(bw * rtt / (8.0 * MSS), 1.0)
-    buf = np.maximum(net["bw_kbps"] * net["buffer_ms"] / (8.0 * MSS), 2.0)
+    buf = net["buffer_pkts"]
+    buffer_ms = buf * 8.0 * MSS / net["bw_kbps"]
     pipe = bdp + buf
     cw0 = np.where(warm, np.maximum(tp.iw, bdp), tp.iw).astype(float)
-    target = np.minimum(n, bdp)
+    target = np.minimum(nt, bdp)
     ss_rounds = np.where(target > cw0, np.ceil(np.log2(target / cw0 + 1.0)) - 1.0, 0.0)
-    ser = size_bytes * 8.0 / bw
+    ser = nt * MSS * 8.0 / bw
     reno = tp.reno.astype(np.intp)
-    bw_limited = n > pipe
+    bw_limited = nt > pipe
     occ = np.take(QUEUE_OCCUPANCY, reno) * np.where(tp.pacing, 0.8, 1.0)
-    queue = np.where(bw_limited, occ * net["buffer_ms"], 0.05 * net["buffer_ms"] * np.minimum(n / pipe, 1.0))
+    queue = np.where(bw_limited, occ * buffer_ms, 0.05 * buffer_ms * np.minimum(nt / pipe, 1.0))
     base = rtt * (1.0 + ss_rounds) + ser + queue
 
+    # one fixed block of uniforms per transfer: common random numbers across arms
+    u = rng.random((10, m))
+
     # losses: channel (Gilbert-Elliott) + self-inflicted congestion losses
-    ev_ch, lost_ch = ge_losses(rng, n, net["loss"], net["burst"])
-    burst_exp, exit_exp, ca_exp = _cong_losses(n, pipe, buf, bdp, cw0, warm, tp)
-    bl = rng.poisson(burst_exp)
-    el = rng.poisson(exit_exp)
-    cl = rng.poisson(ca_exp)
+    ev_ch, lost_ch = ge_losses(u[0], u[1], n, net["loss"], net["burst"])
+    burst_exp, exit_exp, ca_exp = _cong_losses(nt, pipe, buf, cw0, warm, tp, rtt)
+    bl = variates.poisson(u[2], burst_exp * own)
+    el = variates.poisson(u[3], exit_exp * own)
+    cl = variates.poisson(u[4], ca_exp * own)
     lost = np.minimum(lost_ch + bl + el + cl, n).astype(np.int64)
     events = ev_ch + (bl > 0) + (el > 0) + cl
 
-    # recovery: fast retransmit (RTT + detection) vs tail loss (TLP or RTO)
-    tail = rng.binomial(events, np.minimum(3.0 / n, 1.0))
+    # recovery: fast retransmit (RTT + detection) vs a tail loss (TLP or RTO); at most one loss
+    # burst can sit in the last three packets
+    tail = variates.binary(u[5], 1.0 - (1.0 - np.minimum(3.0 / n, 1.0)) ** events)
     fast = events - tail
     pto = np.maximum(2.0 * rtt, 10.0)
     rto = np.maximum(MIN_RTO_MS, 3.0 * rtt)
     tail_wait = np.where(tp.tlp > 0, pto, rto)
-    u = rng.random((2, m))
-    recovery = rtt * fast * (1.0 + 0.5 * u[0]) + tail * tail_wait
+    recovery = rtt * fast * (1.0 + 0.5 * u[6]) + tail * tail_wait
 
     # window reduction in the bandwidth-limited phase
-    beta = np.take(BETA, reno)
-    nconn = tp.nconn.astype(float)
-    beta_eff = (nconn - 1.0 + beta) / nconn
-    deficit = np.maximum(0.0, bdp - beta_eff * pipe) ** 2 / (2.0 * nconn)
-    frac_bw = np.maximum(0.0, n - pipe) / n
-    ev_bw = cl + (el > 0) + rng.binomial(ev_ch, frac_bw)
-    penalty = np.minimum(ev_bw * deficit, np.maximum(0.0, n - pipe)) * MSS * 8.0 / bw
+    alpha, beta_eff = aimd_params(tp)
+    deficit = np.maximum(0.0, bdp - beta_eff * pipe) ** 2 / (2.0 * alpha)
+    frac_bw = np.maximum(0.0, nt - pipe) / nt
+    ev_bw = cl + (el > 0) + variates.rounded(u[7], ev_ch * frac_bw)
+    penalty = np.minimum(ev_bw * deficit, np.maximum(0.0, nt - pipe)) * MSS * 8.0 / bw
 
-    # cross-stream head-of-line blocking on a shared ordered stream
-    if cross_bytes is None:
-        hol = np.zeros(m)
-    else:
-        cross_pkts = cross_bytes / MSS
-        cong_rate = (burst_exp + exit_exp + ca_exp) / n
-        k_cross = rng.poisson(cross_pkts * (net["loss"] / np.maximum(net["burst"], 1.0) + cong_rate))
-        hol = rtt * k_cross * (1.0 + 0.5 * u[1])
+    # cross-stream head-of-line blocking: losses of the interleaved bytes, on one ordered stream
+    cross_rate = net["loss"] / np.maximum(net["burst"], 1.0) + (burst_exp + exit_exp + ca_exp) / nt
+    k_cross = variates.poisson(u[8], np.where(tp.single_stream, x * cross_rate, 0.0))
+    hol = rtt * k_cross * (1.0 + 0.5 * u[6])
 
     # spurious retransmissions: TLP fired although the tail ACK was only late
     sigma = net["jitter"]
     p_tlp = 0.5 * _erfc(np.log(2.0) / (sigma * np.sqrt(2.0)))
     p_rto = 0.5 * _erfc(np.log(np.maximum(rto / rtt, 1.0)) / (sigma * np.sqrt(2.0)))
-    spurious = np.where(tp.tlp > 0, rng.binomial(tp.tlp.astype(np.int64), p_tlp), rng.binomial(1, p_rto))
+    spurious = variates.binary(u[9], np.where(tp.tlp > 0, p_tlp, p_rto))
     retx = lost + spurious
     time = base + recovery + penalty + hol
     cwnd = np.where(events > 0, beta_eff * np.minimum(pipe, np.maximum(cw0, n)), np.minimum(pipe, np.maximum(cw0, n)))

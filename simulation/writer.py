@@ -15,6 +15,7 @@ UTC with milliseconds, ``experiments`` as a JSON object.
 from __future__ import annotations
 
 import datetime as dt
+import gzip
 import json
 from pathlib import Path
 
@@ -43,6 +44,38 @@ def _map_json(arr: pa.MapArray) -> pa.Array:
     return pc.binary_join_element_wise(pa.scalar("{"), body, pa.scalar("}"), "")
 
 
+def civil_from_days(days: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(year, month, day) of days since 1970-01-01 (H. Hinnant's ``civil_from_days``), vectorised."""
+    z = days.astype(np.int64) + 719468
+    era = np.floor_divide(z, 146097)
+    doe = z - era * 146097
+    yoe = (doe - doe // 1460 + doe // 36524 - doe // 146096) // 365
+    doy = doe - (365 * yoe + yoe // 4 - yoe // 100)
+    mp = (5 * doy + 2) // 153
+    d = doy - (153 * mp + 2) // 5 + 1
+    m = np.where(mp < 10, mp + 3, mp - 9)
+    y = yoe + era * 400 + (m <= 2)
+    return y, m, d
+
+
+def rfc3339_ms(ms: np.ndarray) -> pa.StringArray:
+    """``YYYY-MM-DDTHH:MM:SS.mmmZ`` of epoch milliseconds, built as a fixed-width byte matrix."""
+    ms = np.asarray(ms, dtype=np.int64)
+    days, rem = np.divmod(ms, DAY_MS)
+    y, mo, d = civil_from_days(days)
+    fields_ = [(y, 4), (mo, 2), (d, 2), (rem // 3_600_000, 2), (rem // 60_000 % 60, 2), (rem // 1000 % 60, 2), (rem % 1000, 3)]
+    seps = b"--T::.Z"
+    out = np.empty((len(ms), 24), dtype=np.uint8)
+    col = 0
+    for (value, width), sep in zip(fields_, seps, strict=True):
+        for k in range(width):
+            out[:, col + k] = value // 10 ** (width - 1 - k) % 10 + 48
+        out[:, col + width] = sep
+        col += width + 1
+    offsets = np.arange(len(ms) + 1, dtype=np.int32) * np.int32(24)
+    return pa.StringArray.from_buffers(len(ms), pa.py_buffer(offsets), pa.py_buffer(out.tobytes()))
+
+
 def _fragment(arr: pa.Array, type_name: str) -> pa.Array:
     if type_name == "string":
         text = _quote(arr)
@@ -51,7 +84,9 @@ def _fragment(arr: pa.Array, type_name: str) -> pa.Array:
     elif type_name in ("long", "boolean"):
         text = pc.cast(arr, pa.string())
     elif type_name == "timestamp":
-        text = pc.strftime(arr, format="%Y-%m-%dT%H:%M:%SZ")
+        text = rfc3339_ms(pc.fill_null(arr.cast(pa.int64()), 0).to_numpy())
+        if arr.null_count:
+            text = pc.if_else(arr.is_null(), pa.scalar(None, pa.string()), text)
         text = _quote(text)
     else:
         text = _map_json(arr)
@@ -99,9 +134,10 @@ def write_jsonl_gz(path: Path, lines: pa.Array, extra: list[bytes] = ()) -> None
     offsets = np.frombuffer(lines.buffers()[1], dtype=np.int32, count=len(lines) + 1, offset=lines.offset * 4)
     data = lines.buffers()[2]
     tmp = path.with_name(path.name + ".tmp")
-    with pa.CompressedOutputStream(str(tmp), "gzip") as f:
-        if len(lines):
-            f.write(data.slice(int(offsets[0]), int(offsets[-1] - offsets[0])))
+    body = memoryview(data)[int(offsets[0]) : int(offsets[-1])] if len(lines) else b""
+    # level 1: ~5x faster than the default for ~20% larger files; clients favour cheap compression
+    with open(tmp, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=1, mtime=0) as f:
+        f.write(body)
         for line in extra:
             f.write(line)
     tmp.replace(path)

@@ -33,9 +33,10 @@ from simulation.sessions import Sessions
 from simulation.transport import TransportArrays, handshake_ms, transfer
 
 #                         Windows Android macOS iOS   Linux
-SIZE_MEDIAN = np.array([26_000.0, 14_000.0, 26_000.0, 14_000.0, 26_000.0])
-SIZE_SIGMA = np.array([1.8, 1.6, 1.8, 1.6, 1.8])
-CONCURRENT = np.array([5.0, 1.5, 5.0, 1.5, 5.0])  # other streams in flight on the connection
+SIZE_MEDIAN = np.array([30_000.0, 14_000.0, 30_000.0, 14_000.0, 30_000.0])
+SIZE_SIGMA = np.array([2.0, 1.7, 2.0, 1.7, 2.0])
+CONCURRENT = np.array([4.0, 1.5, 4.0, 1.5, 4.0])  # mean other streams in flight on the connection
+CONCURRENCY_SHAPE = 0.3  # gamma-Poisson: most requests alone, some in bursts of dozens
 TX_FACTOR = np.array([1.3, 0.8, 1.3, 0.8, 1.3])  # requests per session relative to the workload's
 SERVER_MEDIAN_MS = 40.0
 HOSTS_EXTRA = 1.5  # origins per session: 1 + Poisson(1.5)
@@ -44,7 +45,7 @@ HOSTS_EXTRA = 1.5  # origins per session: 1 + Poisson(1.5)
 def concurrent_cross_bytes(rng: np.random.Generator, size: np.ndarray, platform: np.ndarray) -> np.ndarray:
     """Bytes of other in-flight responses interleaved with this one before its last byte."""
     m = len(size)
-    others = rng.poisson(CONCURRENT[platform])
+    others = rng.poisson(rng.gamma(CONCURRENCY_SHAPE, CONCURRENT[platform] / CONCURRENCY_SHAPE))
     other_size = lognormal(rng, SIZE_MEDIAN[platform], 1.0, m)
     return others * np.minimum(other_size, size) * rng.uniform(0.3, 1.0, m)
 
@@ -76,12 +77,12 @@ def browser_events(
 
     size = np.maximum(lognormal(rng, SIZE_MEDIAN[plat], SIZE_SIGMA[plat], m), 200.0).round()
     req = np.maximum(lognormal(rng, 700.0, 0.5, m), 80.0).round()
-    cross = np.where(tp.single_stream, concurrent_cross_bytes(rng, size, plat), 0.0)
-    tr = transfer(rng, size, net, tp, warm=~new, cross_bytes=cross)
+    cross = concurrent_cross_bytes(rng, size, plat)
+    tr = transfer(rng, size, net, tp, warm=~new, interleaved_bytes=cross)
     hs, zr = handshake_ms(rng, net["rtt_ms"], tp.zero_rtt, pop.zero_rtt_p[client])
     hs = np.where(new, hs, 0.0)
     zr = zr & new
-    server = lognormal(rng, SERVER_MEDIAN_MS, 1.0, m)
+    server = lognormal(rng, SERVER_MEDIAN_MS, 1.2, m)
     latency = hs + server + tr["time_ms"]
 
     gap = rng.exponential(8_000.0, m)

@@ -23,11 +23,11 @@ MAX_QUERIES = 24
 RESULTS_MEDIAN_BYTES = 70_000.0
 SERVER_MEDIAN_MS = 180.0
 RENDER_MS = 60.0
-PATIENCE_MEDIAN_MS = 6_000.0
+PATIENCE_MEDIAN_MS = 4_000.0
 LATENCY_TOLERANCE_MS = 15_000.0  # continuation probability decays as exp(-latency / this)
-CONTINUE_AFTER_ABANDON = 0.5
-OTHER_REQUESTS = 2.5
-OTHER_MEDIAN_BYTES = 15_000.0
+CONTINUE_AFTER_ABANDON = 0.2
+OTHER_REQUESTS = 1.0
+OTHER_MEDIAN_BYTES = 10_000.0
 
 
 def search_events(
@@ -48,9 +48,8 @@ def search_events(
     net = {k: v[s] for k, v in sess.net.items()}
     size = np.maximum(lognormal(rng, RESULTS_MEDIAN_BYTES, 0.5, m), 2_000.0).round()
     others = rng.poisson(OTHER_REQUESTS, m) * lognormal(rng, OTHER_MEDIAN_BYTES, 0.8, m) * rng.uniform(0.3, 1.0, m)
-    cross = np.where(tp.single_stream, others, 0.0)
     new = (pos == 0) | ~tp.pooling
-    tr = transfer(rng, size, net, tp, warm=~new, cross_bytes=cross)
+    tr = transfer(rng, size, net, tp, warm=~new, interleaved_bytes=others)
     hs, zr = handshake_ms(rng, net["rtt_ms"], tp.zero_rtt, pop.zero_rtt_p[client])
     hs = np.where(new, hs, 0.0)
     zr = zr & new

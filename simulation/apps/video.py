@@ -21,46 +21,41 @@ from __future__ import annotations
 
 import numpy as np
 
-from simulation.apps.common import EventBatch, connection_u64, group_cumsum, heavy_count, lognormal, ragged_index
+from simulation.apps.common import (
+    EventBatch,
+    connection_u64,
+    group_cumsum,
+    heavy_count,
+    lognormal,
+    ragged_index,
+)
 from simulation.apps.connections import aggregate_connections
 from simulation.population import Population
 from simulation.scenario import VideoWorkload
 from simulation.sessions import Sessions
 from simulation.transport import TransportArrays, flow_share, handshake_ms, transfer
 
-LADDER_KBPS = np.array([300.0, 750.0, 1200.0, 2500.0, 4500.0, 8000.0])
+LADDER_KBPS = np.array([150.0, 300.0, 750.0, 1200.0, 2500.0, 4500.0, 8000.0])
 AUDIO_KBPS = 128.0
+AUDIO_LOW_KBPS = 48.0  # audio rendition paired with sub-1 Mbit/s video
+SAFE_BUFFER_S = 10.0
+FADING_SIGMA = 0.55  # chunk-to-chunk bandwidth variation (log-normal)
 BUFFER_S = 30.0
 WATCH_MEDIAN_S = 150.0
 DECODE_MS = 80.0
-OTHER_BYTES_MEDIAN = 40_000.0
+OTHER_SHARE_MEDIAN = 0.15  # other requests in flight per chunk, relative to the chunk
+OTHER_REQUESTS = 1.0  # prefetches, thumbnails, ads, stats pings in flight per chunk
 
 
-def choose_bitrate(estimate_kbps: np.ndarray) -> np.ndarray:
-    """Highest ladder rung not above 75% of the estimate (lowest rung at least)."""
-    idx = np.searchsorted(LADDER_KBPS, 0.75 * estimate_kbps, side="right") - 1
+def choose_bitrate(estimate_kbps: np.ndarray, buffer_s: np.ndarray) -> np.ndarray:
+    """Highest ladder rung below a safety fraction of the throughput estimate.
+
+    Rate-based ABR with a buffer guard: 85% of the estimate once :data:`SAFE_BUFFER_S` seconds
+    are buffered, 50% below that (and for the first chunk).
+    """
+    target = estimate_kbps * np.where(buffer_s >= SAFE_BUFFER_S, 0.85, 0.5)
+    idx = np.searchsorted(LADDER_KBPS, target, side="right") - 1
     return LADDER_KBPS[np.clip(idx, 0, len(LADDER_KBPS) - 1)]
-
-
-def play_out(download_ms: np.ndarray, valid: np.ndarray, chunk_ms: float, buffer_chunks: int) -> dict[str, np.ndarray]:
-    """Buffer dynamics of playbacks (rows) over chunk downloads (columns); see the module doc."""
-    p, kmax = download_ms.shape
-    play = np.zeros((p, kmax))
-    done_prev = download_ms[:, 0].copy()
-    play[:, 0] = done_prev
-    stall_time = np.zeros(p)
-    stalls = np.zeros(p, dtype=np.int64)
-    for k in range(1, kmax):
-        room = play[:, k - buffer_chunks] + chunk_ms if k >= buffer_chunks else 0.0
-        start = np.maximum(done_prev, room)
-        done = start + download_ms[:, k]
-        due = play[:, k - 1] + chunk_ms
-        stall = np.where(valid[:, k], np.maximum(0.0, done - due), 0.0)
-        play[:, k] = np.where(valid[:, k], np.maximum(due, done), play[:, k - 1])
-        done_prev = np.where(valid[:, k], done, done_prev)
-        stall_time += stall
-        stalls += stall > 0.5
-    return {"first_frame_ms": download_ms[:, 0], "stall_ms": stall_time, "stalls": stalls}
 
 
 def video_events(
@@ -72,68 +67,98 @@ def video_events(
     cfg: VideoWorkload,
 ) -> dict[str, EventBatch]:
     """Playbacks of the video sessions ``sidx`` and their connections."""
-    chunk_s = cfg.chunk_seconds
+    chunk_ms = cfg.chunk_seconds * 1000.0
     count = heavy_count(rng, cfg.playbacks_per_session, len(sidx))
     gp, pb_pos = ragged_index(count)
     s_pb = sidx[gp]
     npb = len(s_pb)
-    client_pb = sess.client[s_pb]
-    tp_pb = tp_client.take(client_pb)
-    watch_s = np.clip(lognormal(rng, WATCH_MEDIAN_S, 1.0, npb), chunk_s, cfg.max_chunks * chunk_s)
-    nchunks = np.ceil(watch_s / chunk_s).astype(np.int64)
+    tp_pb = tp_client.take(sess.client[s_pb])
+    watch_ms = np.clip(lognormal(rng, WATCH_MEDIAN_S * 1000.0, 1.0, npb), chunk_ms, cfg.max_chunks * chunk_ms)
+    nchunks = np.ceil(watch_ms / chunk_ms).astype(np.int64)
+    kmax = int(nchunks.max()) if npb else 0
+    buffer_chunks = max(1, int(BUFFER_S * 1000.0 / chunk_ms))
     share = flow_share(sess.net["bw_kbps"][s_pb], tp_pb.nconn, sess.net["cross"][s_pb])
-    bitrate = choose_bitrate(share * np.exp(0.25 * rng.standard_normal(npb)))
+    est = share * np.exp(0.25 * rng.standard_normal(npb))  # what the player remembers of this network
+    pooled_new = (pb_pos == 0) | ~tp_pb.pooling
+    hs_pb, zr_pb = handshake_ms(rng, sess.net["rtt_ms"][s_pb], tp_pb.zero_rtt, pop.zero_rtt_p[sess.client[s_pb]])
+    hs_pb = np.where(pooled_new, hs_pb, 0.0)
+    zr_pb = zr_pb & pooled_new
 
-    # one row per chunk
-    pb, k = ragged_index(nchunks)
-    s = s_pb[pb]
-    m = len(pb)
-    tp = tp_pb.take(pb)
-    net = {key: v[s] for key, v in sess.net.items()}
-    net["bw_kbps"] = net["bw_kbps"] * np.exp(0.35 * rng.standard_normal(m))
-    net["loss"] = np.minimum(net["loss"] * np.exp(0.5 * rng.standard_normal(m)), 0.2)
-    size = (bitrate[pb] * chunk_s * 125.0 * np.exp(0.15 * rng.standard_normal(m))).round()
-    audio = AUDIO_KBPS * chunk_s * 125.0
-    other = rng.poisson(0.5, m) * lognormal(rng, OTHER_BYTES_MEDIAN, 1.0, m)
-    cross = np.where(tp.single_stream, audio + other, 0.0)
-    conn_no = np.where(tp.pooling, 0, pb_pos[pb])
-    conn = connection_u64(sess.session_u64[s], conn_no, "video")
-    new = (k == 0) & ((pb_pos[pb] == 0) | ~tp.pooling)
-    tr = transfer(rng, size, net, tp, warm=~new, cross_bytes=cross)
-    hs, zr = handshake_ms(rng, net["rtt_ms"], tp.zero_rtt, pop.zero_rtt_p[sess.client[s]])
-    hs = np.where(new, hs, 0.0)
-    zr = zr & new
+    play = np.zeros((npb, max(kmax, 1)))
+    done_prev = np.zeros(npb)
+    stall_ms = np.zeros(npb)
+    stalls = np.zeros(npb, dtype=np.int64)
+    media_bytes = np.zeros(npb)
+    dl_time = np.zeros(npb)
+    bitrate_sum = np.zeros(npb)
+    first_frame = np.zeros(npb)
+    chunks: list[tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, np.ndarray]]] = []
+    for k in range(kmax):
+        a = np.flatnonzero(nchunks > k)
+        s = s_pb[a]
+        m = len(a)
+        buffered = (play[a, k - 1] + chunk_ms - done_prev[a]) / 1000.0 if k else np.zeros(m)
+        rate = choose_bitrate(est[a], buffered)
+        size = (rate * chunk_ms / 8.0 * np.exp(0.15 * rng.standard_normal(m))).round()
+        net = {key: v[s] for key, v in sess.net.items()}
+        net["bw_kbps"] = net["bw_kbps"] * np.exp(FADING_SIGMA * rng.standard_normal(m))
+        net["loss"] = np.minimum(net["loss"] * np.exp(0.5 * rng.standard_normal(m)), 0.2)
+        tp = tp_pb.take(a)
+        audio = np.where(rate < 1000.0, AUDIO_LOW_KBPS, AUDIO_KBPS) * chunk_ms / 8.0
+        other = rng.poisson(OTHER_REQUESTS, m) * lognormal(rng, OTHER_SHARE_MEDIAN, 0.8, m) * size
+        new = np.full(m, k == 0) & pooled_new[a]
+        tr = transfer(rng, size, net, tp, warm=~new, interleaved_bytes=audio + other)
+        dl = tr["time_ms"] + (hs_pb[a] if k == 0 else 0.0)
+        if k == 0:
+            done = dl
+            play[a, 0] = done
+            first_frame[a] = done
+        else:
+            room = play[a, k - buffer_chunks] + chunk_ms if k >= buffer_chunks else 0.0
+            done = np.maximum(done_prev[a], room) + dl
+            due = play[a, k - 1] + chunk_ms
+            stall = np.maximum(0.0, done - due)
+            play[a, k] = np.maximum(due, done)
+            stall_ms[a] += stall
+            stalls[a] += stall > 0.5
+        done_prev[a] = done
+        est[a] = 0.6 * est[a] + 0.4 * size * 8.0 / np.maximum(tr["time_ms"], 1.0)
+        media_bytes[a] += size
+        dl_time[a] += tr["time_ms"]
+        bitrate_sum[a] += rate
+        chunks.append((a, np.full(m, k), size, tr, new, done))
 
-    kmax = int(nchunks.max()) if npb else 1
-    dl = np.zeros((npb, kmax))
-    dl[pb, k] = tr["time_ms"] + hs
-    valid = np.zeros((npb, kmax), dtype=bool)
-    valid[pb, k] = True
-    out = play_out(dl, valid, chunk_s * 1000.0, max(1, int(BUFFER_S / chunk_s)))
-    media_bytes = np.bincount(pb, weights=size, minlength=npb)
-    dl_time = np.bincount(pb, weights=tr["time_ms"], minlength=npb)
+    pb = np.concatenate([c[0] for c in chunks])
+    k_of = np.concatenate([c[1] for c in chunks])
+    size = np.concatenate([c[2] for c in chunks])
+    tr = {key: np.concatenate([c[3][key] for c in chunks]) for key in chunks[0][3]}
+    new = np.concatenate([c[4] for c in chunks])
+    done_at = np.concatenate([c[5] for c in chunks])
 
-    duration = out["first_frame_ms"] + watch_s * 1000.0 + out["stall_ms"]
+    duration = first_frame + watch_ms + stall_ms
     gap = rng.exponential(20_000.0, npb)
     start = sess.start_ms[s_pb] + (group_cumsum(duration + gap, gp) - duration - gap).astype(np.int64)
-    end = start + duration.astype(np.int64)
+    conn_pb = connection_u64(sess.session_u64[s_pb], np.where(tp_pb.pooling, 0, pb_pos), "video")
     playbacks = EventBatch(
         "video_playbacks",
         s_pb,
-        end,
+        start + duration.astype(np.int64),
         {
-            "connection_id": connection_u64(sess.session_u64[s_pb], np.where(tp_pb.pooling, 0, pb_pos), "video"),
-            "time_to_first_frame_ms": out["first_frame_ms"] + DECODE_MS,
-            "watch_time_ms": watch_s * 1000.0,
-            "rebuffer_count": out["stalls"],
-            "rebuffer_time_ms": out["stall_ms"],
+            "connection_id": conn_pb,
+            "time_to_first_frame_ms": first_frame + DECODE_MS,
+            "watch_time_ms": watch_ms,
+            "rebuffer_count": stalls,
+            "rebuffer_time_ms": stall_ms,
             "mean_bandwidth_kbps": media_bytes * 8.0 / np.maximum(dl_time, 1e-3),
-            "bitrate_kbps": bitrate,
+            "bitrate_kbps": bitrate_sum / nchunks,
             "chunks": nchunks,
             "media_bytes": media_bytes.astype(np.int64),
         },
     )
-    chunk_end = start[pb] + (k * chunk_s * 1000.0).astype(np.int64) + tr["time_ms"].astype(np.int64)
-    req = np.full(m, 400.0)
-    conns = aggregate_connections(conn, s, chunk_end, tr, tr["time_ms"] + hs, size, req, hs, zr, tp)
+    del k_of
+    hs = np.where(new, hs_pb[pb], 0.0)
+    conns = aggregate_connections(
+        conn_pb[pb], s_pb[pb], start[pb] + done_at.astype(np.int64), tr, tr["time_ms"] + hs, size,
+        np.full(len(pb), 400.0), hs, zr_pb[pb] & new, tp_pb.take(pb),
+    )
     return {"video_playbacks": playbacks, "connections": conns}
