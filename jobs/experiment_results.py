@@ -1,0 +1,53 @@
+"""gold.experiment_sufficient_stats → stats engine → gold.experiment_results, for one day.
+
+Spark reads the (small) sufficient-statistics slice; the inference runs in
+``stats.engine.analyze`` on those sums only, so its cost does not grow with events.
+"""
+
+from __future__ import annotations
+
+from datetime import date, timedelta
+from typing import TYPE_CHECKING
+
+from jobs.delta_io import ensure_schema, qualified, replace_where
+from quicexp.config import Settings
+from quicexp.registry import Registry, load_registry
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from pyspark.sql import SparkSession
+
+
+def analysis_settings(registry: Registry):
+    from stats.settings import AnalysisSettings
+
+    return AnalysisSettings(expected_split=registry.expected_split())
+
+
+def compute(stats_rows: pd.DataFrame, registry: Registry) -> pd.DataFrame:
+    """Pure step: sufficient statistics in, results out (the stats engine)."""
+    from stats.engine import analyze
+
+    return analyze(stats_rows, analysis_settings(registry))
+
+
+def run(spark: SparkSession, settings: Settings, day: date, registry: Registry | None = None) -> int:
+    """Recompute results for every as-of date the run may have changed; returns the row count."""
+    from pyspark.sql import functions as F
+
+    registry = registry or load_registry()
+    first = day - timedelta(days=settings.ingest.lookback_days)
+    window = F.col("as_of_date").between(F.lit(first), F.lit(day))
+    source = spark.table(qualified(settings.gold_schema, "experiment_sufficient_stats")).where(window)
+    results = compute(source.toPandas(), registry)
+    ensure_schema(spark, settings.gold_schema)
+    target = qualified(settings.gold_schema, "experiment_results")
+    frame = spark.createDataFrame(results) if len(results) else None
+    if frame is None:
+        if not spark.catalog.tableExists(target):
+            return 0
+        frame = spark.table(target).limit(0)
+    if not spark.catalog.tableExists(target):
+        frame.limit(0).write.format("delta").partitionBy("as_of_date").saveAsTable(target)
+    replace_where(frame, target, window)
+    return len(results)

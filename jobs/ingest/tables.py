@@ -1,0 +1,61 @@
+"""The bronze tables' shapes: one typed table per event kind, the quarantine and the audit."""
+
+from __future__ import annotations
+
+from datetime import date
+from typing import TYPE_CHECKING
+
+from jobs.delta_io import ensure_table, qualified
+from jobs.ingest.validate import spark_schema
+from quicexp import telemetry
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.types import StructType
+
+AUDIT_COUNTS = ("rows_read", "rows_loaded", "rows_quarantined", "rows_duplicate", "rows_late")
+
+QUARANTINE_DDL = (
+    "kind string, upload_date date, source_file string, event_id string, reason string, raw_text string"
+)
+AUDIT_DDL = (
+    "kind string, upload_date date, source_file string, rows_read bigint, rows_loaded bigint, "
+    "rows_quarantined bigint, rows_duplicate bigint, rows_late bigint"
+)
+
+
+def bronze_columns(kind: str) -> list[str]:
+    return [f.name for f in telemetry.fields(kind)] + ["event_date", "upload_date", "source_file"]
+
+
+def bronze_struct(kind: str) -> StructType:
+    from pyspark.sql.types import DateType, StringType, StructField
+
+    struct = spark_schema(kind)
+    for name, dtype in (("event_date", DateType()), ("upload_date", DateType()), ("source_file", StringType())):
+        struct = struct.add(StructField(name, dtype, True))
+    return struct
+
+
+def ensure_side_tables(spark: SparkSession, schema: str) -> None:
+    from pyspark.sql.types import _parse_datatype_string
+
+    ensure_table(spark, qualified(schema, "quarantine"), _parse_datatype_string(QUARANTINE_DDL), ["upload_date"])
+    ensure_table(spark, qualified(schema, "ingest_audit"), _parse_datatype_string(AUDIT_DDL), ["upload_date"])
+
+
+def audit_rows(classified: DataFrame, kind: str, day: date) -> DataFrame:
+    """One audit row per source file: read = loaded + quarantined + duplicate, by construction."""
+    from pyspark.sql import functions as F
+
+    def count_if(cond):
+        return F.sum(F.when(cond, 1).otherwise(0)).cast("bigint")
+
+    status = F.col("status")
+    return classified.groupBy("source_file").agg(
+        F.count(F.lit(1)).cast("bigint").alias("rows_read"),
+        count_if(status == "loaded").alias("rows_loaded"),
+        count_if(status == "quarantined").alias("rows_quarantined"),
+        count_if(status == "duplicate").alias("rows_duplicate"),
+        count_if((status == "loaded") & (F.col("event_date") < F.lit(day))).alias("rows_late"),
+    ).select(F.lit(kind).alias("kind"), F.lit(day).alias("upload_date"), "source_file", *AUDIT_COUNTS)

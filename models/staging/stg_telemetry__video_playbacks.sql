@@ -1,0 +1,26 @@
+with source as (
+    select * from {{ source('bronze', 'video_playbacks') }}
+),
+
+renamed as (
+    select
+        -- ids
+        event_id,
+        client_id,
+        -- dimensions
+        platform,
+        network_type,
+        experiments,
+        -- measures
+        time_to_first_frame_ms,
+        watch_time_ms,
+        rebuffer_count,
+        rebuffer_time_ms,
+        mean_bandwidth_kbps,
+        -- dates and timestamps
+        event_time as event_at,
+        event_date
+    from source
+)
+
+select * from renamed

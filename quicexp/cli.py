@@ -1,0 +1,187 @@
+"""The ``quicexp`` command line: one entry point, one subcommand per pipeline step.
+
+Every step that needs Spark builds the session once (Delta + shared catalog) and calls a
+job's ``run(spark, settings, day)``. Errors a user can fix are one line on stderr and a
+non-zero exit, never a traceback.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import time
+from typing import Annotated
+
+import click
+import typer
+
+from quicexp.config import ConfigError, Settings, load_settings, parse_day
+
+app = typer.Typer(
+    name="quicexp",
+    help="A/B experiment analytics for transport and QoE experiments.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+catalog_app = typer.Typer(help="The shared Hive metastore (Derby network server) of the embedded mode.")
+app.add_typer(catalog_app, name="catalog")
+
+log = logging.getLogger("quicexp")
+
+DayOption = Annotated[str, typer.Option("--date", "-d", help="Logical day, YYYY-MM-DD.")]
+
+
+def _settings() -> Settings:
+    return load_settings()
+
+
+def _spark(settings: Settings, app_name: str):
+    from quicexp.spark import build_spark
+
+    started = time.monotonic()
+    spark = build_spark(settings, app_name)
+    log.info("spark session up in %.1fs (master %s)", time.monotonic() - started, settings.spark.master)
+    return spark
+
+
+@app.command("setup-jars")
+def setup_jars() -> None:
+    """Fetch the JVM jars (Delta, Derby client/server, PostgreSQL JDBC) into the jar cache."""
+    from quicexp.jars import ensure_jars
+
+    settings = _settings()
+    paths = ensure_jars(settings.jar_cache, log=log.info)
+    typer.echo(f"{len(paths)} jars ready in {settings.jar_cache}")
+
+
+@catalog_app.command("start")
+def catalog_start() -> None:
+    """Start the metastore server (no-op when it runs already)."""
+    from quicexp.catalog import catalog_status, ensure_catalog
+
+    settings = _settings()
+    ensure_catalog(settings)
+    typer.echo(catalog_status(settings))
+
+
+@catalog_app.command("stop")
+def catalog_stop() -> None:
+    """Stop the metastore server."""
+    from quicexp.catalog import catalog_status, stop_derby
+
+    settings = _settings()
+    stop_derby(settings)
+    typer.echo(catalog_status(settings))
+
+
+@catalog_app.command("status")
+def catalog_status_cmd() -> None:
+    """Say whether the metastore server runs."""
+    from quicexp.catalog import catalog_status
+
+    typer.echo(catalog_status(_settings()))
+
+
+@app.command()
+def ingest(day: DayOption) -> None:
+    """Load one upload day from the landing zone into bronze Delta tables."""
+    import jobs.ingest
+
+    settings, d = _settings(), parse_day(day)
+    summary = jobs.ingest.run(_spark(settings, "quicexp-ingest"), settings, d)
+    typer.echo(
+        f"ingest {d}: read {summary.total('rows_read')}, loaded {summary.total('rows_loaded')}, "
+        f"quarantined {summary.total('rows_quarantined')}, duplicate {summary.total('rows_duplicate')}"
+    )
+
+
+@app.command()
+def dbt(
+    command: Annotated[str, typer.Argument(help="dbt command: build, run, test, docs generate…")],
+    day: DayOption,
+    select: Annotated[str | None, typer.Option("--select", "-s", help="dbt node selection.")] = None,
+    full_refresh: Annotated[bool, typer.Option("--full-refresh", help="Rebuild incremental models.")] = False,
+) -> None:
+    """Run dbt in the pipeline's Spark session (publishes the registry first)."""
+    import jobs.registry
+    from quicexp.dbt import run_dbt
+
+    settings, d = _settings(), parse_day(day)
+    spark = _spark(settings, "quicexp-dbt")
+    jobs.registry.run(spark, settings, d)
+    extra = (["--select", select] if select else []) + (["--full-refresh"] if full_refresh else [])
+    run_dbt(command, settings, d, extra)
+
+
+@app.command()
+def results(day: DayOption) -> None:
+    """Compute gold.experiment_results from the sufficient-statistics mart."""
+    import jobs.experiment_results
+
+    settings, d = _settings(), parse_day(day)
+    n = jobs.experiment_results.run(_spark(settings, "quicexp-results"), settings, d)
+    typer.echo(f"results {d}: {n} comparisons")
+
+
+@app.command()
+def report(
+    experiment: Annotated[str, typer.Option("--experiment", "-e", help="Experiment id from the registry.")],
+    day: DayOption,
+) -> None:
+    """Write the HTML (and Markdown) report of one experiment and day."""
+    import jobs.report
+
+    settings, d = _settings(), parse_day(day)
+    paths = jobs.report.run(_spark(settings, "quicexp-report"), settings, d, experiment)
+    typer.echo(f"report: {paths.html}")
+
+
+@app.command("run-day")
+def run_day(day: DayOption) -> None:
+    """Registry → ingest → dbt build → results → reports for one day, in one Spark session."""
+    from quicexp.pipeline import run_day as pipeline_run_day
+
+    settings, d = _settings(), parse_day(day)
+    outcome = pipeline_run_day(_spark(settings, "quicexp-daily"), settings, d)
+    for path in outcome.reports:
+        typer.echo(f"report: {path}")
+
+
+def _register_optional_commands() -> None:
+    """Commands whose implementation lives in the simulator and stats packages."""
+    from simulation.cli import simulate
+    from stats.cli import stats_command
+
+    app.command("simulate", help="Generate landing-zone telemetry from a simulator scenario.")(simulate)
+    app.command("stats", help="Run the statistics engine on a sufficient-statistics file.")(stats_command)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Console entry point: one-line errors, exit 2 for usage/config problems."""
+    from rich.logging import RichHandler
+
+    logging.basicConfig(
+        level=logging.INFO, format="%(message)s", handlers=[RichHandler(show_path=False, markup=False)]
+    )
+    for noisy in ("py4j", "pyspark"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+    _register_optional_commands()
+    try:
+        app(args=argv, standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        return exc.exit_code
+    except click.exceptions.Abort:
+        typer.echo("quicexp: aborted", err=True)
+        return 130
+    except click.UsageError as exc:
+        typer.echo(f"quicexp: error: {exc.format_message()}", err=True)
+        return 2
+    except (ConfigError, FileNotFoundError) as exc:
+        typer.echo(f"quicexp: error: {exc}", err=True)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

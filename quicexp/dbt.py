@@ -1,0 +1,46 @@
+"""Running dbt inside the pipeline's Spark session (dbt-spark ``method: session``).
+
+The session is built first with Delta and the shared catalog; dbt-spark's session
+connection then picks it up with ``getOrCreate``. So ``quicexp dbt`` costs one JVM, and
+the test suite shares its single Spark session with dbt.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from datetime import date
+
+from quicexp.config import REPO_ROOT, ConfigError, Settings
+
+
+def dbt_args(command: str, settings: Settings, day: date, extra: list[str] | None = None) -> list[str]:
+    variables = {"day": day.isoformat(), "lookback_days": settings.ingest.lookback_days}
+    return [
+        command,
+        "--project-dir", str(REPO_ROOT),
+        "--profiles-dir", str(REPO_ROOT),
+        "--target-path", str(settings.home / "dbt" / "target"),
+        "--log-path", str(settings.home / "dbt" / "logs"),
+        "--vars", json.dumps(variables),
+        *(extra or []),
+    ]  # fmt: skip
+
+
+def run_dbt(command: str, settings: Settings, day: date, extra: list[str] | None = None) -> None:
+    """Run ``dbt <command>`` in-process; raise ConfigError naming the failed nodes."""
+    from dbt.cli.main import dbtRunner
+
+    os.environ.setdefault("QUICEXP_DBT_TARGET", "local")
+    os.environ.setdefault("DBT_SEND_ANONYMOUS_USAGE_STATS", "false")
+    result = dbtRunner().invoke(dbt_args(command, settings, day, extra))
+    if result.success:
+        return
+    if result.exception is not None:
+        raise ConfigError(f"dbt {command} failed: {result.exception}".splitlines()[0])
+    failed = [
+        r.node.name
+        for r in (result.result or [])
+        if getattr(r, "status", None) in ("error", "fail", "runtime error")
+    ]
+    raise ConfigError(f"dbt {command} failed for: {', '.join(failed) or 'unknown nodes'} (see the log above)")
