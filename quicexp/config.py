@@ -109,6 +109,7 @@ class Settings(BaseSettings):
     lake_root: Path | None = None
     landing_root: Path | None = None
     reports_dir: Path | None = None
+    metastore_dir: Path | None = None
     state_dir: Path = Path.home() / ".config" / "quicexp"
     jar_cache: Path = Path.home() / ".cache" / "quicexp" / "jars"
     bronze_schema: str = "bronze"
@@ -128,14 +129,16 @@ class Settings(BaseSettings):
     def _derive_paths(self) -> Settings:
         home = self.home.expanduser().resolve()
         object.__setattr__(self, "home", home)
-        for name, sub in (("lake_root", "lake"), ("landing_root", "landing"), ("reports_dir", "reports")):
+        derived = (
+            ("lake_root", "lake"),
+            ("landing_root", "landing"),
+            ("reports_dir", "reports"),
+            ("metastore_dir", "metastore"),
+        )
+        for name, sub in derived:
             value = getattr(self, name)
             object.__setattr__(self, name, (value or home / sub).expanduser().resolve())
         return self
-
-    @property
-    def metastore_dir(self) -> Path:
-        return self.home / "metastore"
 
     @property
     def warehouse_dir(self) -> Path:

@@ -15,7 +15,13 @@ from quicexp.config import REPO_ROOT, ConfigError, Settings
 
 
 def dbt_args(command: str, settings: Settings, day: date, extra: list[str] | None = None) -> list[str]:
-    variables = {"day": day.isoformat(), "lookback_days": settings.ingest.lookback_days}
+    variables = {
+        "day": day.isoformat(),
+        "lookback_days": settings.ingest.lookback_days,
+        "bronze_schema": settings.bronze_schema,
+        "silver_schema": settings.silver_schema,
+        "gold_schema": settings.gold_schema,
+    }
     return [
         command,
         "--project-dir", str(REPO_ROOT),

@@ -1,0 +1,82 @@
+"""Shared fixtures: one metastore server and one Spark session (Delta on) per test run.
+
+Tests that touch the lake ask for ``lake("name")``: a Settings object with its own home
+(landing zone, reports, dbt target) and its own schema names (``name_bronze``…), so tests
+share the Spark session but never each other's tables.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from quicexp.config import Settings, load_settings
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def base_settings(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Settings]:
+    """Settings of this test run; exported as QUICEXP_* so subprocesses (CLI, Airflow) agree."""
+    home = tmp_path_factory.mktemp("quicexp-home")
+    env = {
+        "QUICEXP_HOME": str(home),
+        "QUICEXP_STATE_DIR": str(home / "state"),
+        "QUICEXP_CATALOG__PORT": str(free_port()),
+        "QUICEXP_SPARK__SHUFFLE_PARTITIONS": "2",
+        "QUICEXP_SPARK__DRIVER_MEMORY": "3g",
+        "QUICEXP_SPARK__MASTER": "local[2]",
+    }
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    settings = load_settings()
+    yield settings
+    from quicexp.catalog import stop_derby
+
+    stop_derby(settings)
+    for key, value in saved.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
+
+
+@pytest.fixture(scope="session")
+def spark(base_settings: Settings):
+    """The run's one Spark session, with Delta and the shared Derby-server metastore."""
+    from quicexp.spark import build_spark
+
+    session = build_spark(base_settings, "quicexp-tests")
+    yield session
+    session.stop()
+
+
+@pytest.fixture(scope="session")
+def lake(base_settings: Settings) -> Callable[[str], Settings]:
+    """Factory: an isolated namespace (home folder + schema names) inside the run's lake."""
+    used: set[str] = set()
+
+    def make(name: str) -> Settings:
+        if not re.fullmatch(r"[a-z][a-z0-9_]{0,30}", name) or name in used:
+            raise ValueError(f"lake namespace {name!r} is invalid or already used in this run")
+        used.add(name)
+        home = Path(base_settings.home) / "ns" / name
+        return load_settings(
+            home=home,
+            lake_root=base_settings.lake_root,
+            metastore_dir=base_settings.metastore_dir,
+            bronze_schema=f"{name}_bronze",
+            silver_schema=f"{name}_silver",
+            gold_schema=f"{name}_gold",
+        )
+
+    return make
