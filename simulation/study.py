@@ -36,7 +36,7 @@ from stats.srm import srm_p_value
 
 LAM_MU, LAM_SIGMA, TAU, K, THETA = 1.0, 1.0, 0.5, 2.0, 50.0
 LAT_MU, SIGMA_E = np.log(80.0), 0.8
-GRID_C = (-4.0, -2.5, -1.5, -1.0, -0.5, 0.0, 0.5, 1.0, 1.5, 2.5, 4.0)
+GRID_C = (-8.0, -6.0, -4.0, -2.5, -1.5, -1.0, -0.5, 0.0, 0.5, 1.0, 1.5, 2.5, 4.0, 6.0, 8.0)
 """Grid of the quantile function: p + c sqrt(p (1 - p) / n_events) for c in GRID_C."""
 EFFECT = 0.03
 QUANTILES = (0.5, 0.95)
@@ -151,8 +151,12 @@ def quantile_rows(
 
 def simulate_table(
     seed: int, sims: int, n_per_arm: int, effect: float, quantiles: bool, chunk: int = 500
-) -> tuple[pd.DataFrame, float]:
-    """Sufficient-statistics table of ``sims`` experiments, and rho^2 of y with c (pooled).
+) -> tuple[pd.DataFrame, dict[str, float]]:
+    """Sufficient-statistics table of ``sims`` experiments, and the within-arm rho^2.
+
+    rho^2 is computed independently of the engine from the per-unit data: for the mean
+    metric between y and c; for the ratio metric between the linearised values
+    y - R x and c - Rc d (R, Rc the arm's ratios).
 
     Args:
         seed: RNG seed.
@@ -163,7 +167,7 @@ def simulate_table(
         chunk: simulations generated at once (memory bound).
     """
     rng = np.random.default_rng(seed)
-    frames, cyy = [], np.zeros((2, 2))
+    frames, cross = [], {"mean": np.zeros((2, 2)), "ratio": np.zeros((2, 2))}
     for lo in range(0, sims, chunk):
         ids = np.arange(lo, min(lo + chunk, sims))
         sizes = _arm_sizes(rng, ids.size, n_per_arm)
@@ -174,11 +178,17 @@ def simulate_table(
             if quantiles:
                 rows += quantile_rows(rng, a, ids, arm, effect if arm else 0.0)
             frames += [pd.DataFrame(r) for r in rows]
-            yc = np.stack([a.y[a.mask], a.c[a.mask]])
-            yc = yc - yc.mean(axis=1, keepdims=True)
-            cyy += yc @ yc.T
-    rho2 = cyy[0, 1] ** 2 / (cyy[0, 0] * cyy[1, 1])
-    return pd.concat(frames, ignore_index=True), float(rho2)
+            y, x, c, d = (v[a.mask] for v in (a.y, a.x, a.c, a.d))
+            pairs = {
+                "mean": (y, c),
+                "ratio": (y - y.sum() / x.sum() * x, c - c.sum() / d.sum() * d),
+            }
+            for name, (m1, m2) in pairs.items():
+                v = np.stack([m1, m2])
+                v = v - v.mean(axis=1, keepdims=True)
+                cross[name] += v @ v.T
+    rho2 = {k: float(v[0, 1] ** 2 / (v[0, 0] * v[1, 1])) for k, v in cross.items()}
+    return pd.concat(frames, ignore_index=True), rho2
 
 
 def sequential_fpr(
@@ -207,10 +217,8 @@ def sequential_fpr(
     return {
         "sequential_ever_significant": float(by_sim["is_seq_significant"].any().mean()),
         "fixed_horizon_ever_significant": float((by_sim["p_value"].min() < alpha).mean()),
-        "sequential_final_look": float(
-            res.loc[pd.to_datetime(res["as_of_date"]) == res["as_of_date"].max()]
-            .eval("seq_ci_abs_lower > 0 or seq_ci_abs_upper < 0")
-            .mean()
+        "sequential_final_look": _rate(
+            res.loc[res["as_of_date"] == res["as_of_date"].max(), "is_seq_significant"]
         ),
     }
 
@@ -240,47 +248,68 @@ def _rate(mask: pd.Series) -> float:
 
 
 def fpr_and_coverage(seed: int, sims: int, n_mean: int, n_quantile: int) -> dict[str, float]:
-    """A/A false-positive rates and 95% coverage with a known 3% effect, per metric."""
+    """A/A false-positive rates and 95% coverage with a known 3% effect, per metric.
+
+    Mean/ratio tables are also analysed with Fieller's relative interval, quantile tables
+    also with the i.i.d. outer-CI window (suffixes ``_fieller`` and ``_iid_window``).
+    """
     out: dict[str, float] = {}
-    settings = AnalysisSettings(correction="none")
     for label, effect in (("aa", 0.0), ("effect", EFFECT)):
         for n, with_q, metrics in (
             (n_mean, False, ("mean", "mean_cuped", "ratio", "ratio_cuped")),
             (n_quantile, True, ("latency_p50", "latency_p95")),
         ):
             table, rho2 = simulate_table(seed + (7 if effect else 0) + n, sims, n, effect, with_q)
-            res = analyze_table(table, settings).results
-            if not with_q and label == "effect":
-                out.update(_cuped_numbers(res, rho2))
-            c0, c1 = true_values(0.0), true_values(effect)
-            for m in metrics:
-                r = res[res["metric"] == m]
-                if label == "aa":
-                    out[f"fpr_{m}"] = _rate(r["p_value"] < 0.05)
-                    continue
-                key = m.removeprefix("latency_").removesuffix("_cuped")
-                true_abs = c1[key] - c0[key]
-                out[f"coverage_abs_{m}"] = _rate(
-                    (r["ci_abs_lower"] <= true_abs) & (true_abs <= r["ci_abs_upper"])
-                )
-                out[f"coverage_rel_{m}"] = _rate(
-                    (r["ci_rel_lower"] <= effect) & (effect <= r["ci_rel_upper"])
-                )
+            variants = {"": AnalysisSettings(correction="none")}
+            if with_q:
+                table = table[table["metric_kind"] == "quantile"]
+                variants["_iid_window"] = AnalysisSettings(correction="none", quantile_window="iid")
+            elif effect:
+                variants["_fieller"] = AnalysisSettings(correction="none", relative_ci="fieller")
+            for suffix, settings in variants.items():
+                res = analyze_table(table, settings).results
+                if not with_q and label == "effect" and not suffix:
+                    out.update(_cuped_numbers(res, rho2))
+                out.update(_rates(res, metrics, effect, suffix))
     return out
 
 
-def _cuped_numbers(res: pd.DataFrame, rho2: float) -> dict[str, float]:
+def _rates(res: pd.DataFrame, metrics: tuple[str, ...], effect: float, suffix: str) -> dict:
+    """Rejection rate (A/A) or coverage of the true deltas (effect) per metric."""
+    out = {}
+    c0, c1 = true_values(0.0), true_values(effect)
+    for m in metrics:
+        r = res[res["metric"] == m]
+        if effect == 0.0:
+            out[f"fpr_{m}{suffix}"] = _rate(r["p_value"] < 0.05)
+            continue
+        key = m.removeprefix("latency_").removesuffix("_cuped")
+        true_abs = c1[key] - c0[key]
+        if suffix != "_fieller":
+            out[f"coverage_abs_{m}{suffix}"] = _rate(
+                (r["ci_abs_lower"] <= true_abs) & (true_abs <= r["ci_abs_upper"])
+            )
+        out[f"coverage_rel_{m}{suffix}"] = _rate(
+            (r["ci_rel_lower"] <= effect) & (effect <= r["ci_rel_upper"])
+        )
+    return out
+
+
+def _cuped_numbers(res: pd.DataFrame, rho2: dict[str, float]) -> dict[str, float]:
     """Monte-Carlo variance of the CUPED delta over the plain one, against 1 - rho^2."""
     raw = res.loc[res["metric"] == "mean", "delta_abs"].to_numpy()
     adj = res.loc[res["metric"] == "mean_cuped", "delta_abs"].to_numpy()
     est = res.loc[res["metric"] == "mean_cuped", "cuped_variance_reduction"].to_numpy()
     raw_r = res.loc[res["metric"] == "ratio", "delta_abs"].to_numpy()
     adj_r = res.loc[res["metric"] == "ratio_cuped", "delta_abs"].to_numpy()
+    est_r = res.loc[res["metric"] == "ratio_cuped", "cuped_variance_reduction"].to_numpy()
     return {
-        "cuped_one_minus_rho2": 1.0 - rho2,
-        "cuped_mc_variance_ratio": float(np.var(adj) / np.var(raw)),
-        "cuped_estimated_variance_ratio": float(np.mean(1.0 - est)),
-        "cuped_ratio_metric_mc_variance_ratio": float(np.var(adj_r) / np.var(raw_r)),
+        "cuped_mean_one_minus_rho2": 1.0 - rho2["mean"],
+        "cuped_mean_mc_variance_ratio": float(np.var(adj) / np.var(raw)),
+        "cuped_mean_estimated_variance_ratio": float(np.mean(1.0 - est)),
+        "cuped_ratio_one_minus_rho2": 1.0 - rho2["ratio"],
+        "cuped_ratio_mc_variance_ratio": float(np.var(adj_r) / np.var(raw_r)),
+        "cuped_ratio_estimated_variance_ratio": float(np.mean(1.0 - est_r)),
     }
 
 
@@ -289,8 +318,8 @@ class StudySize:
     """How big a study to run."""
 
     sims: int = 10_000
-    n_mean: int = 1_000
-    n_quantile: int = 400
+    n_mean: int = 2_000
+    n_quantile: int = 800
     seq_sims: int = 10_000
     seq_units_per_day: int = 100
     srm_sims: int = 1_000_000
@@ -302,9 +331,14 @@ FAST = StudySize(sims=2_000, n_mean=600, n_quantile=300, seq_sims=1_000, srm_sim
 
 def run_study(size: StudySize = FULL, seed: int = 20260101) -> dict[str, float]:
     """All validation numbers of docs/stats.md for one study size."""
+    t0 = time.perf_counter()
     out = fpr_and_coverage(seed, size.sims, size.n_mean, size.n_quantile)
+    t1 = time.perf_counter()
     out.update(sequential_fpr(seed + 1, size.seq_sims, size.seq_units_per_day))
+    t2 = time.perf_counter()
     out.update(srm_study(seed + 2, size.srm_sims))
+    out.update({"seconds_fpr_coverage": t1 - t0, "seconds_sequential": t2 - t1,
+                "seconds_srm": time.perf_counter() - t2})  # fmt: skip
     return out
 
 

@@ -96,27 +96,25 @@ def analyze_table(table: pd.DataFrame, settings: AnalysisSettings | None = None)
 def _pair(good: pd.DataFrame) -> tuple[pd.DataFrame, dict[int, str]]:
     """Join every treatment row to its group's single control row."""
     reasons: dict[int, str] = {}
-    ctrl, trt = good[good["is_control"]], good[~good["is_control"]]
-    n_ctrl = ctrl.groupby(_KEY, dropna=False).size().rename("n_ctrl").reset_index()
-    n_trt = trt.groupby(_KEY, dropna=False).size().rename("n_trt").reset_index()
-    for frame, other, text in (
-        (trt, n_ctrl, "no valid control arm for this comparison"),
-        (ctrl, n_trt, "no valid treatment arm for this comparison"),
+    good = good.assign(_gid=good.groupby(_KEY, dropna=False, sort=False).ngroup())
+    is_ctrl = good["is_control"].to_numpy(bool)
+    gid = good["_gid"].to_numpy()
+    n_groups = int(gid.max()) + 1 if gid.size else 0
+    n_ctrl = np.bincount(gid[is_ctrl], minlength=n_groups)
+    n_trt = np.bincount(gid[~is_ctrl], minlength=n_groups)
+    row_id = good["row_id"].to_numpy()
+    for mask, text in (
+        (~is_ctrl & (n_ctrl[gid] == 0), "no valid control arm for this comparison"),
+        (is_ctrl & (n_trt[gid] == 0), "no valid treatment arm for this comparison"),
+        (n_ctrl[gid] > 1, "more than one control arm in this comparison"),
     ):
-        m = frame.merge(other, on=_KEY, how="left")
-        for rid in m.loc[m.iloc[:, -1].isna(), "row_id"]:
-            reasons[int(rid)] = text
-    multi = n_ctrl[n_ctrl["n_ctrl"] > 1]
-    if not multi.empty:
-        m = good.merge(multi, on=_KEY, how="inner")
-        for rid in m["row_id"]:
-            reasons[int(rid)] = "more than one control arm in this comparison"
-    ctrl = ctrl[~ctrl["row_id"].isin(list(reasons))]
-    pairs = trt.merge(ctrl, on=_KEY, suffixes=("_t", "_c"), how="inner")
-    pairs = pairs[~pairs["row_id_t"].isin(list(reasons))]
-    for c in ("metric_kind", "is_guardrail"):
+        reasons.update(dict.fromkeys(row_id[mask].tolist(), text))
+    usable = good[(n_ctrl[gid] == 1) & (n_trt[gid] > 0)]
+    ctrl, trt = usable[usable["is_control"]], usable[~usable["is_control"]]
+    pairs = trt.merge(ctrl, on="_gid", suffixes=("_t", "_c"), how="inner")
+    for c in [*_KEY, "metric_kind", "is_guardrail"]:
         pairs[c] = pairs[f"{c}_c"]
-    return pairs.reset_index(drop=True), reasons
+    return pairs, reasons
 
 
 def _col(pairs: pd.DataFrame, name: str, side: str, m: np.ndarray) -> np.ndarray:
@@ -173,7 +171,7 @@ def _compute(
                     q = QuantileStatistic(
                         *(_col(pairs, c, side, m) for c in names), grid_p[rid], grid_value[rid]
                     )
-                    arms.append(quantile_arm(q, z))
+                    arms.append(quantile_arm(q, z, s.quantile_window))
                 grid_flag[m] = arms[0].grid_extrapolated | arms[1].grid_extrapolated
                 ctl, trt = arms[0].arm, arms[1].arm
             elif cov:
@@ -223,8 +221,7 @@ def _finish(res: pd.DataFrame, s: AnalysisSettings) -> pd.DataFrame:
     guard = res["is_guardrail"].to_numpy(bool) | res["metric"].isin(s.guardrail_metrics).to_numpy()
     res["is_guardrail"] = guard
     res["family"] = np.where(guard, "guardrail", "primary")
-    fam_id = (res["experiment_id"].astype(str) + "|" + res["as_of_date"].astype(str) + "|"
-              + res["family"]).to_numpy()  # fmt: skip
+    fam_id = res.groupby(["experiment_id", "as_of_date", "family"], sort=False).ngroup().to_numpy()
     p = res["p_value"].to_numpy(float)
     adj = np.full(len(res), np.nan)
     adj[~guard] = adjust_p_values(p[~guard], fam_id[~guard], s.correction)
@@ -253,16 +250,23 @@ def _finish(res: pd.DataFrame, s: AnalysisSettings) -> pd.DataFrame:
     res["flags"] = text
     res["is_trustworthy"] = ~(res["_untrusted"].to_numpy(bool) | nonfinite)
     res = res.sort_values([*GROUP_COLUMNS, "quantile_p", "treatment_arm"], na_position="first")
+    res["as_of_date"] = res["as_of_date"].dt.date
     return res[OUTPUT_COLUMNS].reset_index(drop=True)
 
 
 def _sequential(res: pd.DataFrame, s: AnalysisSettings) -> None:
     """Confidence sequences (absolute and relative), intersected over the table's looks."""
     n_total = (res["n_control"] + res["n_treatment"]).to_numpy(float)
-    comp = (res[["experiment_id", "metric", "segment_type", "segment_value", "treatment_arm"]]
-            .astype(str).agg("|".join, axis=1) + "|" + res["quantile_p"].astype(str))  # fmt: skip
-    comp_id = pd.factorize(comp)[0]
-    day = pd.to_datetime(res["as_of_date"]).to_numpy().astype("int64")
+    keys = [
+        "experiment_id",
+        "metric",
+        "segment_type",
+        "segment_value",
+        "treatment_arm",
+        "quantile_p",
+    ]
+    comp_id = res.groupby(keys, dropna=False, sort=False).ngroup().to_numpy()
+    day = res["as_of_date"].to_numpy().astype("int64")
     for scale in ("abs", "rel"):
         est = res[f"delta_{scale}"].to_numpy(float)
         var = res[f"se_{scale}"].to_numpy(float) ** 2

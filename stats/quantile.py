@@ -8,13 +8,18 @@ Method (Deng, Knoblich, Lu 2018 §4 "Quantile metrics"; Liu, Sun, Varshney, Xu 2
    [Q(p - z sigma_iid), Q(p + z sigma_iid)] is the (1 - alpha) interval of the quantile
    (DKL 2018 eq. (9); the order statistics X_(L), X_(U) with L, U = N p -/+ z sqrt(N p (1-p))).
    Its half-width over z is the i.i.d. standard error of q_hat.
-2. Cluster post-adjustment: events of one unit are correlated, so the fraction
+2. Cluster adjustment: events of one unit are correlated, so the fraction
    F_hat = sum_i s_i / sum_i n_i (s_i = unit i's events <= q_hat, n_i its events) has the
    delta-method variance of a ratio of per-unit sums (DKL 2018 eq. (4)), sigma_F^2. The
    standard error is scaled by sigma_F / sigma_iid (LSVX 2019, the "post-adjustment"):
 
        se(q_hat) = (Q(p + h) - Q(p - h)) / (2 z) * sigma_F / sigma_iid,  h = z sigma_iid
                  = slope_of_Q_around_p * sigma_F.
+
+   Equivalently (DKL 2018 §4) the outer CI can be read directly at h = z sigma_F, the
+   clustered window, with no post-scaling: se = (Q(p + h) - Q(p - h)) / (2 z). Both give
+   slope * sigma_F; they differ only in the window over which the slope is measured (see
+   :func:`quantile_arm`, argument ``window``).
 
 Q is read from the warehouse's grid (``grid_p``, ``grid_value``) by linear interpolation.
 If p -/+ h falls outside the grid the end segment is extrapolated and the row is flagged.
@@ -23,6 +28,7 @@ If p -/+ h falls outside the grid the end segment is extrapolated and the row is
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -77,12 +83,19 @@ def interpolate_grid(
     return out, (k >= 2) & ((t < first) | (t > last))
 
 
-def quantile_arm(stat: QuantileStatistic, z: float, window: str = "clustered") -> QuantileArm:
+def quantile_arm(
+    stat: QuantileStatistic, z: float, window: Literal["clustered", "iid"] = "clustered"
+) -> QuantileArm:
     """Estimate and clustered variance of one arm's quantile (outer CI + post-adjustment).
 
     Args:
         stat: the arm's quantile statistic (scalar or batch).
         z: the normal quantile defining the outer CI, z_{1 - alpha / 2}.
+        window: where the slope of Q is read. "clustered": over the clustered outer CI
+            p -/+ z sigma_F (DKL 2018 §4; the default: more order statistics inside the
+            window, so a less noisy slope). "iid": over the i.i.d. outer CI p -/+ z sigma_iid,
+            then scaled by sigma_F / sigma_iid (the LSVX 2019 one-pass post-adjustment).
+            Both are the same to first order; docs/stats.md reports both in simulation.
 
     Returns:
         The arm's :class:`QuantileArm`.

@@ -24,6 +24,8 @@ class AnalysisSettings(BaseModel):
             ``is_guardrail`` is true.
         relative_ci: "delta" or "fieller" interval for the relative delta.
         cuped: use the covariate columns when present.
+        quantile_window: window of the outer CI over which the quantile function's slope
+            is read (see :func:`stats.quantile.quantile_arm`).
         srm_alpha: SRM alarm threshold on the chi-square p-value.
         srm_continuity_correction: Yates' correction for two-arm SRM tests (see
             :func:`stats.srm.srm_p_value`).
@@ -46,6 +48,7 @@ class AnalysisSettings(BaseModel):
     guardrail_metrics: frozenset[str] = frozenset()
     relative_ci: Literal["delta", "fieller"] = "delta"
     cuped: bool = True
+    quantile_window: Literal["clustered", "iid"] = "clustered"
     srm_alpha: float = Field(0.001, gt=0.0, lt=1.0)
     srm_continuity_correction: bool = True
     srm_segment_scope: Literal["segment", "experiment"] = "segment"

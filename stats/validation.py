@@ -37,11 +37,13 @@ def normalize(table: pd.DataFrame, required: list[str]) -> pd.DataFrame:
         if c not in df:
             df[c] = None
     for c in ("experiment_id", "metric", "segment_type", "segment_value", "arm", "metric_kind"):
-        df[c] = df[c].astype("string").str.strip()
+        col = df[c]
+        df[c] = col.where(col.isna(), col.astype(str).str.strip()).astype(object)
     df["metric_kind"] = df["metric_kind"].str.lower()
     df["is_control"] = _to_bool(df["is_control"])
     df["is_guardrail"] = _to_bool(df["is_guardrail"]) if "is_guardrail" in df else False
-    df["as_of_date"] = pd.to_datetime(df["as_of_date"], errors="coerce").dt.date
+    # datetime64 inside (fast grouping); the engine writes dates out as datetime.date
+    df["as_of_date"] = pd.to_datetime(df["as_of_date"], errors="coerce").dt.normalize()
     df["quantile_key"] = df["quantile_p"].where(df["metric_kind"] == "quantile", -1.0).fillna(-1.0)
     return df
 
@@ -130,24 +132,39 @@ def parse_grid(value: object) -> np.ndarray | None:
 
 
 def grid_matrices(df: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """NaN-padded (rows, k) grid arrays and a per-row validity mask."""
-    gps = [parse_grid(v) for v in df["grid_p"].to_numpy(dtype=object)]
-    gvs = [parse_grid(v) for v in df["grid_value"].to_numpy(dtype=object)]
-    k = max([len(a) for a in gps + gvs if a is not None], default=1)
-    gp = np.full((len(df), max(k, 1)), np.nan)
+    """NaN-padded (rows, k) grid arrays of the quantile rows and a per-row validity mask.
+
+    Non-quantile rows get an all-NaN grid and ``ok = True`` (they do not use one).
+    """
+    is_q = (df["metric_kind"] == "quantile").to_numpy(bool)
+    rows = np.flatnonzero(is_q)
+    gps = [parse_grid(v) for v in df["grid_p"].to_numpy(dtype=object)[rows]]
+    gvs = [parse_grid(v) for v in df["grid_value"].to_numpy(dtype=object)[rows]]
+    k = max([len(a) for a in gps + gvs if a is not None], default=2)
+    gp = np.full((len(df), max(k, 2)), np.nan)
     gv = np.full_like(gp, np.nan)
-    ok = np.zeros(len(df), dtype=bool)
-    for i, (a, b) in enumerate(zip(gps, gvs, strict=True)):
-        if a is None or b is None or len(a) != len(b) or len(a) < 2:
-            continue
-        gp[i, : len(a)], gv[i, : len(b)] = a, b
-        ok[i] = bool(np.all(np.diff(a) > 0) and np.all(np.diff(b) >= 0) and np.isfinite(b).all())
-    return gp, gv, ok
+    for i, a, b in zip(rows, gps, gvs, strict=True):
+        if a is not None and b is not None and len(a) == len(b) >= 2:
+            gp[i, : len(a)], gv[i, : len(b)] = a, b
+    n_p = np.isfinite(gp).sum(axis=1)
+    filled = np.isfinite(gp[:, :2]).all(axis=1)
+    with np.errstate(invalid="ignore"):
+        dp, dv = np.diff(gp, axis=1), np.diff(gv, axis=1)
+    pad = ~np.isfinite(dp)  # differences that involve padding
+    ok = (
+        filled
+        & (n_p == np.isfinite(gv).sum(axis=1))
+        & np.where(pad, True, dp > 0).all(axis=1)
+        & np.where(pad, True, dv >= 0).all(axis=1)
+    )
+    return gp, gv, ok | ~is_q
 
 
 def describe(row: pd.Series) -> str:
-    """Short human name of an input row for messages."""
+    """Short human name of an input row for messages (row = 0-based position in the input)."""
+    day = row["as_of_date"]
+    day = day.date().isoformat() if isinstance(day, pd.Timestamp) else day
     return (
         f"row {row['row_id']} ({row['experiment_id']}/{row['metric']}/"
-        f"{row['segment_type']}={row['segment_value']}/arm={row['arm']}/{row['as_of_date']})"
+        f"{row['segment_type']}={row['segment_value']}/arm={row['arm']}/{day})"
     )

@@ -27,7 +27,7 @@ def _reduce(values_by_unit, p):
     q = allv[int(np.ceil(n_ev * p)) - 1]
     s = np.array([(v <= q).sum() for v in values_by_unit], float)
     n = np.array([v.size for v in values_by_unit], float)
-    grid = p + np.array([-3, -2, -1, 0, 1, 2, 3]) * np.sqrt(p * (1 - p) / n_ev)
+    grid = p + np.array([-8, -4, -2, -1, 0, 1, 2, 4, 8]) * np.sqrt(p * (1 - p) / n_ev)
     gv = allv[np.clip(np.ceil(n_ev * grid).astype(int) - 1, 0, n_ev - 1)]
     return QuantileStatistic(float(len(values_by_unit)), p, q, float(n_ev), s.sum(), (s * s).sum(),
                              n.sum(), (n * n).sum(), (s * n).sum(), grid, gv)  # fmt: skip
@@ -69,3 +69,16 @@ def test_grid_too_narrow_is_flagged():
     stat = QuantileStatistic(100.0, 0.5, 1.0, 100.0, 50.0, 50.0, 100.0, 100.0, 50.0,
                              np.array([0.499, 0.5, 0.501]), np.array([0.99, 1.0, 1.01]))  # fmt: skip
     assert quantile_arm(stat, Z).grid_extrapolated[0]
+
+
+def test_iid_window_needs_only_a_narrow_grid_and_agrees_to_first_order(rng):
+    units = [rng.normal(u, 0.5, 8) for u in rng.normal(0, 1, 3000)]
+    stat = _reduce(units, 0.5)
+    narrow = QuantileStatistic(*[getattr(stat, f) for f in ("n", "p", "quantile_value", "n_events", "sum_s",
+                                 "sum_s2", "sum_n", "sum_n2", "sum_sn")], stat.grid_p[2:-2], stat.grid_value[2:-2])  # fmt: skip
+    iid = quantile_arm(narrow, Z, window="iid")
+    clustered = quantile_arm(stat, Z, window="clustered")
+    assert not iid.grid_extrapolated[0]
+    assert np.sqrt(iid.arm.variance[0]) == pytest.approx(
+        np.sqrt(clustered.arm.variance[0]), rel=0.15
+    )
