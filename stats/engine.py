@@ -133,7 +133,7 @@ def _statistic(pairs: pd.DataFrame, kind: str, side: str, m: np.ndarray, cov: bo
         y2 = g("sum_y") if kind == "proportion" else g("sum_y2")
         cls = ProportionStatistic if kind == "proportion" else MeanStatistic
         return cls(n, g("sum_y"), y2, covariate)
-    covariate = RatioCovariate(*(g(c) for c in COVARIATES["ratio"])) if cov else None
+    covariate = RatioCovariate(**{c: g(c) for c in COVARIATES["ratio"]}) if cov else None
     return RatioStatistic(
         n, g("sum_y"), g("sum_y2"), g("sum_x"), g("sum_x2"), g("sum_xy"), covariate
     )

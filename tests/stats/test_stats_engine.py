@@ -166,3 +166,37 @@ def test_grid_from_json_strings(rng):
     as_json = table(rows).assign(grid_p=lambda d: d["grid_p"].map(dump),
                                  grid_value=lambda d: d["grid_value"].map(dump))  # fmt: skip
     pd.testing.assert_frame_equal(analyze(as_json), analyze(table(rows)))
+
+
+def test_engine_ratio_cuped_equals_per_unit_computation(rng):
+    """End to end through the table: column mapping, pooled theta, adjusted delta and se."""
+    arms, rows = [], []
+    for i, arm in enumerate("AB"):
+        n = 3000 + 500 * i
+        lam, u = rng.lognormal(1, 0.8, n), rng.normal(0, 0.5, n)
+        x, d = 1.0 + rng.poisson(lam), 1.0 + rng.poisson(lam)
+        y, c = rng.gamma(2 * x, 50 * np.exp(u)), rng.gamma(2 * d, 50 * np.exp(u))
+        arms.append((x, y, c, d))
+        s = lambda v: float(v.sum())  # noqa: E731
+        rows.append({
+            "experiment_id": "e", "metric": "lat", "metric_kind": "ratio", "segment_type": "overall",
+            "segment_value": "all", "arm": arm, "is_control": i == 0, "as_of_date": "2026-02-01",
+            "n_units": n, "sum_y": s(y), "sum_y2": s(y * y), "sum_x": s(x), "sum_x2": s(x * x),
+            "sum_xy": s(x * y), "sum_c": s(c), "sum_c2": s(c * c), "sum_d": s(d), "sum_d2": s(d * d),
+            "sum_cd": s(c * d), "sum_yc": s(y * c), "sum_yd": s(y * d), "sum_xc": s(x * c),
+            "sum_xd": s(x * d),
+        })  # fmt: skip
+    res = analyze(table(rows)).iloc[0]
+    lin = []
+    for x, y, c, d in arms:
+        r, rc = y.sum() / x.sum(), c.sum() / d.sum()
+        lin.append(((y - r * x) / x.mean(), (c - rc * d) / d.mean(), r, rc))
+    theta = sum((a.size - 1) * np.cov(a, b)[0, 1] for a, b, _, _ in lin) / sum(
+        (a.size - 1) * b.var(ddof=1) for a, b, _, _ in lin
+    )
+    delta = (lin[1][2] - theta * lin[1][3]) - (lin[0][2] - theta * lin[0][3])
+    var = sum((a - theta * b).var(ddof=1) / a.size for a, b, _, _ in lin)
+    assert res["method"] == "delta_ratio+cuped"
+    assert res["cuped_theta"] == pytest.approx(theta, rel=1e-9)
+    assert res["delta_abs"] == pytest.approx(delta, rel=1e-9)
+    assert res["se_abs"] == pytest.approx(np.sqrt(var), rel=1e-9)
