@@ -12,7 +12,6 @@ import sys
 import time
 from typing import Annotated
 
-import click
 import typer
 
 from quicexp.config import ConfigError, Settings, load_settings, parse_day
@@ -28,6 +27,9 @@ catalog_app = typer.Typer(help="The shared Hive metastore (Derby network server)
 app.add_typer(catalog_app, name="catalog")
 
 log = logging.getLogger("quicexp")
+
+# typer ships its own copy of click; its exception base class is public only through this path.
+_ClickException = typer.BadParameter.__mro__[2]
 
 DayOption = Annotated[str, typer.Option("--date", "-d", help="Logical day, YYYY-MM-DD.")]
 
@@ -148,6 +150,24 @@ def run_day(day: DayOption) -> None:
         typer.echo(f"report: {path}")
 
 
+@app.command()
+def demo(
+    days: Annotated[int, typer.Option(min=1, max=60, help="Days to simulate and process.")] = 3,
+    clients: Annotated[int, typer.Option(min=100, max=10_000_000, help="Simulated clients.")] = 4000,
+) -> None:
+    """Simulate the FHOL experiment and run the whole pipeline on it, day by day."""
+    from quicexp.demo import EXPERIMENT, print_outcome, run_demo, simulate
+    from quicexp.registry import load_registry
+
+    settings = _settings()
+    load_registry().get(EXPERIMENT)  # fail early if the registry lost the experiment
+    # Simulate before the JVM starts: the simulator's worker processes must not inherit
+    # the Py4J gateway's socket.
+    first = simulate(settings, days, clients)
+    outcome = run_demo(_spark(settings, "quicexp-demo"), settings, first, days)
+    print_outcome(outcome, settings)
+
+
 def _register_optional_commands() -> None:
     """Commands whose implementation lives in the simulator and stats packages."""
     from simulation.cli import simulate
@@ -169,12 +189,12 @@ def main(argv: list[str] | None = None) -> int:
     _register_optional_commands()
     try:
         app(args=argv, standalone_mode=False)
-    except click.exceptions.Exit as exc:
+    except typer.Exit as exc:
         return exc.exit_code
-    except click.exceptions.Abort:
+    except typer.Abort:
         typer.echo("quicexp: aborted", err=True)
         return 130
-    except click.UsageError as exc:
+    except _ClickException as exc:  # usage errors: bad option, missing argument, no such command
         typer.echo(f"quicexp: error: {exc.format_message()}", err=True)
         return 2
     except (ConfigError, FileNotFoundError) as exc:

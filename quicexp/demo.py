@@ -1,0 +1,104 @@
+"""`make demo`: simulate the FHOL experiment, run the pipeline day by day, show the results.
+
+Deterministic: the simulator is seeded and every write replaces its slice, so a second demo
+gives the same numbers and the same row counts.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import date, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from quicexp.config import REPO_ROOT, Settings
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from pyspark.sql import SparkSession
+
+log = logging.getLogger("quicexp.demo")
+
+SCENARIO = REPO_ROOT / "simulation" / "scenarios" / "fhol.yaml"
+EXPERIMENT = "fhol_2026_06"
+HEADLINE_METRICS = ("request_latency_per_client", "rebuffers_per_playback")
+
+
+@dataclass
+class DemoOutcome:
+    first_day: date
+    last_day: date
+    reports: list[Path]
+    headline: pd.DataFrame
+
+
+def simulate(settings: Settings, days: int, clients: int) -> date:
+    """Write the scenario's landing zone; returns its first day."""
+    from simulation.runner import run_scenario
+
+    manifest = run_scenario(SCENARIO, settings.landing_root, days=days, clients=clients, progress=True)
+    log.info(
+        "simulated %s events for %d clients over %d days into %s",
+        f"{manifest['events_total']:,}", clients, days, settings.landing_root,
+    )  # fmt: skip
+    return date.fromisoformat(manifest["start_date"])
+
+
+def headline(spark: SparkSession, settings: Settings, day: date) -> pd.DataFrame:
+    """The two headline metrics per platform on ``day``, control vs treatment."""
+    from pyspark.sql import functions as F
+
+    from jobs.delta_io import qualified
+
+    table = spark.table(qualified(settings.gold_schema, "experiment_results"))
+    return (
+        table.where(
+            (F.col("experiment_id") == EXPERIMENT)
+            & (F.col("as_of_date") == F.lit(day))
+            & F.col("metric").isin(*HEADLINE_METRICS)
+            & F.col("segment_type").isin("overall", "platform")
+        )
+        .select(
+            "metric", "segment_value", "n_control", "n_treatment", "value_control", "value_treatment",
+            "delta_abs", "ci_abs_lower", "ci_abs_upper", "delta_rel", "p_value_adjusted", "method",
+        )
+        .orderBy("metric", "segment_value")
+        .toPandas()
+    )  # fmt: skip
+
+
+def run_demo(spark: SparkSession, settings: Settings, first: date, days: int) -> DemoOutcome:
+    """Run the pipeline over ``days`` simulated days starting at ``first``."""
+    from quicexp.pipeline import run_day
+
+    reports: list[Path] = []
+    for offset in range(days):
+        day = first + timedelta(days=offset)
+        outcome = run_day(spark, settings, day)
+        reports = outcome.reports or reports
+    last = first + timedelta(days=days - 1)
+    return DemoOutcome(first, last, reports, headline(spark, settings, last))
+
+
+def print_outcome(outcome: DemoOutcome, settings: Settings) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    for metric in HEADLINE_METRICS:
+        rows = outcome.headline[outcome.headline["metric"] == metric]
+        table = Table(title=f"{metric} — {EXPERIMENT}, experiment to date on {outcome.last_day}")
+        for column in ("segment", "units C/T", "control", "fhol", "delta", "95% CI", "rel.", "method"):
+            table.add_column(column, justify="left" if column in ("segment", "method") else "right")
+        for r in rows.itertuples(index=False):
+            table.add_row(
+                r.segment_value, f"{r.n_control:,}/{r.n_treatment:,}", f"{r.value_control:.4g}",
+                f"{r.value_treatment:.4g}", f"{r.delta_abs:+.4g}", f"[{r.ci_abs_lower:+.4g}, {r.ci_abs_upper:+.4g}]",
+                f"{r.delta_rel * 100:+.2f}%", r.method,
+            )  # fmt: skip
+        console.print(table)
+    for path in outcome.reports:
+        console.print(f"report: [bold]{path}[/bold]")
+    console.print(f"tables: {settings.bronze_schema}.*, {settings.silver_schema}.*, {settings.gold_schema}.experiment_results "
+                  f"in the lake at {settings.lake_root} (metastore: `quicexp catalog status`)")

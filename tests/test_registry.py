@@ -1,0 +1,54 @@
+"""The experiment registry: validation, and agreement with the simulator's scenarios."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from quicexp.config import REPO_ROOT, ConfigError
+from quicexp.registry import load_registry
+
+
+def test_repo_registry_loads():
+    registry = load_registry()
+    assert registry.experiments
+    for experiment in registry.experiments:
+        assert experiment.control.is_control
+
+
+def test_every_registered_simulated_experiment_matches_its_scenario():
+    """Where a scenario simulates a registered experiment, ids, arms and split agree."""
+    registry = {e.id: e for e in load_registry().experiments}
+    checked = 0
+    for path in sorted((REPO_ROOT / "simulation" / "scenarios").glob("*.yaml")):
+        scenario = yaml.safe_load(path.read_text())
+        for exp in scenario.get("experiments", []):
+            if exp["id"] not in registry:
+                continue
+            registered = registry[exp["id"]]
+            weights = {a["name"]: float(a.get("weight", 1)) for a in exp["arms"]}
+            total = sum(weights.values())
+            assert {a.name for a in registered.arms} == set(weights), path.name
+            for arm in registered.arms:
+                assert arm.share == pytest.approx(weights[arm.name] / total), (path.name, arm.name)
+            checked += 1
+    assert checked >= 1
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ("experiments: [{id: x, title: t, start_date: 2026-01-01, arms: [{name: a, share: 1.0}]}]", "one control"),
+        ("experiments: [{id: x, title: t, start_date: 2026-01-01, arms: [{name: a, share: 0.5, is_control: true}, {name: b, share: 0.2}]}]", "add up to 1"),
+        ("experiments: [{id: 'x;drop', title: t, start_date: 2026-01-01, arms: []}]", "invalid experiment id"),
+        ("experiments: [unclosed", "not valid YAML"),
+    ],
+)
+def test_bad_registry_is_a_one_line_error(tmp_path: Path, body: str, message: str):
+    path = tmp_path / "experiments.yml"
+    path.write_text(body)
+    with pytest.raises(ConfigError, match=message) as err:
+        load_registry(path)
+    assert "\n" not in str(err.value)
