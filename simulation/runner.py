@@ -12,6 +12,7 @@ import datetime as dt
 import os
 import time
 from collections import defaultdict
+import multiprocessing
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
@@ -242,7 +243,10 @@ def _execute(sc: Scenario, tasks: list[tuple[int, int]], out: str, fmt: str, wor
                 results.append(run_task(sc, d, b, out, fmt))
                 bar.advance(job)
         else:
-            with ProcessPoolExecutor(max_workers=workers) as pool:
+            # forkserver, not fork: callers often hold a live Py4J (Spark) gateway socket, and
+            # forked children closing it on exit reset the parent's connection.
+            context = multiprocessing.get_context("forkserver")
+            with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
                 futures = [pool.submit(run_task, sc, d, b, out, fmt) for d, b in tasks]
                 for fut in as_completed(futures):
                     results.append(fut.result())
