@@ -9,10 +9,10 @@ day and block), so tasks never write the same file.
 from __future__ import annotations
 
 import datetime as dt
+import multiprocessing
 import os
 import time
 from collections import defaultdict
-import multiprocessing
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
