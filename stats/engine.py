@@ -139,78 +139,83 @@ def _statistic(pairs: pd.DataFrame, kind: str, side: str, m: np.ndarray, cov: bo
     )
 
 
+def _quantile_arms(
+    pairs: pd.DataFrame,
+    m: np.ndarray,
+    grid_p: np.ndarray,
+    grid_value: np.ndarray,
+    z: float,
+    s: AnalysisSettings,
+) -> tuple[ArmEstimate, ArmEstimate, np.ndarray]:
+    """Control and treatment quantile estimates of the rows ``m``, and the grid flag."""
+    names = ("n_units", "quantile_p", "quantile_value", "n_events", "sum_s", "sum_s2",
+             "sum_n", "sum_n2", "sum_sn")  # fmt: skip
+    arms = []
+    for side in ("c", "t"):
+        rid = pairs[f"row_id_{side}"].to_numpy()[m]
+        q = QuantileStatistic(
+            *(_col(pairs, c, side, m) for c in names), grid_p[rid], grid_value[rid]
+        )
+        arms.append(quantile_arm(q, z, s.quantile_window))
+    return arms[0].arm, arms[1].arm, arms[0].grid_extrapolated | arms[1].grid_extrapolated
+
+
+def _has_covariates(pairs: pd.DataFrame, kind: str, s: AnalysisSettings) -> np.ndarray:
+    """Rows where CUPED applies: all covariate columns of ``kind`` present in both arms."""
+    ok = np.full(len(pairs), s.cuped and kind in COVARIATES)
+    for c in COVARIATES.get(kind, []):
+        ok &= pairs[f"{c}_c"].notna().to_numpy() & pairs[f"{c}_t"].notna().to_numpy()
+    return ok
+
+
 def _compute(
     pairs: pd.DataFrame, grid_p: np.ndarray, grid_value: np.ndarray, s: AnalysisSettings
 ) -> pd.DataFrame:
     """Comparison columns for every pair, one vectorised call per kind (x CUPED or not)."""
     rows = len(pairs)
-    cols: dict[str, np.ndarray] = {}
+    cols: dict[str, np.ndarray] = {
+        "cuped_theta": np.full(rows, np.nan),
+        "cuped_variance_reduction": np.full(rows, np.nan),
+        "_grid_flag": np.zeros(rows, bool),
+        "_cuped": np.zeros(rows, bool),
+    }
     z = float(sps.norm.ppf(1 - s.alpha / 2))
     kind = pairs["metric_kind"].to_numpy(dtype=object)
-    extra = {name: np.full(rows, np.nan) for name in ("cuped_theta", "cuped_variance_reduction")}
-    grid_flag, cuped_used = np.zeros(rows, bool), np.zeros(rows, bool)
     for k in ("mean", "proportion", "ratio", "quantile"):
-        is_k = kind == k
-        if k == "quantile":
-            parts = [(is_k, False)]
-        else:
-            has_cov = np.ones(rows, bool)
-            for c in COVARIATES[k]:
-                has_cov &= pairs[f"{c}_c"].notna().to_numpy() & pairs[f"{c}_t"].notna().to_numpy()
-            has_cov &= s.cuped
-            parts = [(is_k & ~has_cov, False), (is_k & has_cov, True)]
-        for m, cov in parts:
+        has_cov = _has_covariates(pairs, k, s)
+        for m, cov in ((kind == k) & ~has_cov, False), ((kind == k) & has_cov, True):
             if not m.any():
                 continue
             if k == "quantile":
-                arms = []
-                for side in ("c", "t"):
-                    rid = pairs[f"row_id_{side}"].to_numpy()[m]
-                    names = ("n_units", "quantile_p", "quantile_value", "n_events", "sum_s",
-                             "sum_s2", "sum_n", "sum_n2", "sum_sn")  # fmt: skip
-                    q = QuantileStatistic(
-                        *(_col(pairs, c, side, m) for c in names), grid_p[rid], grid_value[rid]
-                    )
-                    arms.append(quantile_arm(q, z, s.quantile_window))
-                grid_flag[m] = arms[0].grid_extrapolated | arms[1].grid_extrapolated
-                ctl, trt = arms[0].arm, arms[1].arm
+                ctl, trt, cols["_grid_flag"][m] = _quantile_arms(pairs, m, grid_p, grid_value, z, s)
             elif cov:
                 cu = cuped_adjust(
                     _statistic(pairs, k, "c", m, True), _statistic(pairs, k, "t", m, True)
                 )
                 ctl, trt = cu.control, cu.treatment
-                extra["cuped_theta"][m], extra["cuped_variance_reduction"][m] = (
-                    cu.theta, cu.variance_reduction)  # fmt: skip
-                cuped_used[m] = True
+                cols["cuped_theta"][m] = cu.theta
+                cols["cuped_variance_reduction"][m] = cu.variance_reduction
+                cols["_cuped"][m] = True
             else:
                 ctl = linearize(_statistic(pairs, k, "c", m, False))
                 trt = linearize(_statistic(pairs, k, "t", m, False))
             test = "welch" if k == "mean" else "z"
-            _scatter(cols, m, rows, compare(ctl, trt, s.alpha, test, s.relative_ci), ctl, trt)
+            _scatter(cols, m, compare(ctl, trt, s.alpha, test, s.relative_ci))
     out = pairs[[*GROUP_COLUMNS, "metric_kind", "is_guardrail"]].copy()
     out["quantile_p"] = pairs["quantile_p_c"].where(pairs["metric_kind"] == "quantile")
     out["control_arm"], out["treatment_arm"] = pairs["arm_c"], pairs["arm_t"]
     out["n_control"] = pairs["n_units_c"].astype("int64")
     out["n_treatment"] = pairs["n_units_t"].astype("int64")
-    for name, arr in {**cols, **extra}.items():
+    for name, arr in cols.items():
         out[name] = arr
-    out["_grid_flag"], out["_cuped"] = grid_flag, cuped_used
-    out["method"] = pairs["metric_kind"].map(_METHOD) + np.where(cuped_used, "+cuped", "")
+    out["method"] = pairs["metric_kind"].map(_METHOD) + np.where(cols["_cuped"], "+cuped", "")
     return out
 
 
-def _scatter(
-    cols: dict[str, np.ndarray],
-    m: np.ndarray,
-    rows: int,
-    r: ComparisonResult,
-    ctl: ArmEstimate,
-    trt: ArmEstimate,
-) -> None:
+def _scatter(cols: dict[str, np.ndarray], m: np.ndarray, r: ComparisonResult) -> None:
     """Write a subset's results into full-length output columns."""
-    values = dict(vars(r))
-    values["_var_c"], values["_var_t"] = ctl.variance, trt.variance
-    for name, v in values.items():
+    rows = m.size
+    for name, v in vars(r).items():
         if name not in cols:
             cols[name] = np.zeros(rows, bool) if name == "rel_unbounded" else np.full(rows, np.nan)
         cols[name][m] = v
