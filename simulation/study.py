@@ -342,8 +342,36 @@ def run_study(size: StudySize = FULL, seed: int = 20260101) -> dict[str, float]:
     return out
 
 
-def main(argv: list[str] | None = None) -> None:
-    """CLI: ``python -m simulation.study [--full] [--seed N]``; prints one number per line."""
+def acceptance(numbers: dict[str, float]) -> list[tuple[str, float, str, bool]]:
+    """The acceptance criteria of the full study: (quantity, value, target, met)."""
+    out = []
+    for m in ("mean", "mean_cuped", "ratio", "ratio_cuped", "latency_p50", "latency_p95"):
+        v = numbers[f"fpr_{m}"]
+        out.append((f"fpr_{m}", v, "[0.0445, 0.0557]", 0.0445 <= v <= 0.0557))
+        for scale in ("abs", "rel"):
+            v = numbers[f"coverage_{scale}_{m}"]
+            out.append((f"coverage_{scale}_{m}", v, "[0.944, 0.956]", 0.944 <= v <= 0.956))
+    for kind in ("mean", "ratio"):
+        target = numbers[f"cuped_{kind}_one_minus_rho2"]
+        v = numbers[f"cuped_{kind}_mc_variance_ratio"]
+        out.append((f"cuped_{kind}_mc_variance_ratio", v, f"{target:.4f} +-5%",
+                    abs(v / target - 1) <= 0.05))  # fmt: skip
+    v = numbers["sequential_ever_significant"]
+    out.append(("sequential_ever_significant", v, "<= 0.05", v <= 0.05))
+    v = numbers["srm_exact_size_aa"]
+    out.append(("srm_exact_size_aa", v, "<= 0.001", v <= 0.001))
+    v = numbers["srm_p_505_495_exact_counts"]
+    out.append(("srm_p_505_495_exact_counts", v, "< 0.001", v < 0.001))
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    """CLI: ``python -m simulation.study [--full] [--seed N]``.
+
+    Prints one number per line, then each acceptance criterion with PASS/FAIL (the bands are
+    those of the full study; the reduced default run is only indicative). Returns 1 if a
+    criterion fails with ``--full``.
+    """
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--full", action="store_true", help="10,000 simulations per check")
     parser.add_argument("--seed", type=int, default=20260101)
@@ -355,7 +383,11 @@ def main(argv: list[str] | None = None) -> None:
         print(f"{name:45s} {value:.6f}")
     print(f"{'sims':45s} {size.sims}")
     print(f"{'seconds':45s} {time.perf_counter() - start:.1f}")
+    checks = acceptance(numbers)
+    for name, value, target, ok in checks:
+        print(f"{'PASS' if ok else 'FAIL'} {name:40s} {value:.6f}  target {target}")
+    return int(args.full and not all(ok for *_, ok in checks))
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

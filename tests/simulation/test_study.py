@@ -87,3 +87,11 @@ def test_quantile_reduction_matches_per_unit_reference():
             assert row["sum_s"][sim] == s.sum() and row["sum_s2"][sim] == (s * s).sum()
             assert row["sum_sn"][sim] == (s * k).sum() and row["sum_n2"][sim] == (k * k).sum()
             assert row["grid_value"][sim][len(study.GRID_C) // 2] == q
+
+
+def test_acceptance_checks_report_failures(numbers):
+    checks = study.acceptance(numbers)
+    assert len(checks) == 20
+    broken = {**numbers, "fpr_ratio": 0.09, "sequential_ever_significant": 0.2}
+    failed = {name for name, _, _, ok in study.acceptance(broken) if not ok}
+    assert {"fpr_ratio", "sequential_ever_significant"} <= failed
