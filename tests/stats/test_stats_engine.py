@@ -200,3 +200,9 @@ def test_engine_ratio_cuped_equals_per_unit_computation(rng):
     assert res["cuped_theta"] == pytest.approx(theta, rel=1e-9)
     assert res["delta_abs"] == pytest.approx(delta, rel=1e-9)
     assert res["se_abs"] == pytest.approx(np.sqrt(var), rel=1e-9)
+
+
+def test_empty_table_gives_empty_results_with_all_columns():
+    out = analyze_table(pd.DataFrame({c: [] for c in ["experiment_id", "metric", "metric_kind",
+                        "segment_type", "segment_value", "arm", "is_control", "as_of_date", "n_units"]}))  # fmt: skip
+    assert out.results.empty and list(out.results.columns) == OUTPUT_COLUMNS and not out.issues
