@@ -206,3 +206,19 @@ def test_empty_table_gives_empty_results_with_all_columns():
     out = analyze_table(pd.DataFrame({c: [] for c in ["experiment_id", "metric", "metric_kind",
                         "segment_type", "segment_value", "arm", "is_control", "as_of_date", "n_units"]}))  # fmt: skip
     assert out.results.empty and list(out.results.columns) == OUTPUT_COLUMNS and not out.issues
+
+
+def test_engine_vectorises_one_kernel_call_per_kind(rng, monkeypatch):
+    """The maths runs once per metric kind (x CUPED or not), not once per row."""
+    import stats.engine as engine
+
+    calls = []
+    real = engine.compare
+    monkeypatch.setattr(engine, "compare", lambda *a, **k: calls.append(1) or real(*a, **k))
+    rows = []
+    for i in range(60):
+        rows += mean_rows(rng, metric=f"m{i}", n=50)
+    rows += quantile_rows(rng, n=50)
+    res = analyze(table(rows))
+    assert len(res) == 61
+    assert len(calls) == 2  # one for the 60 CUPED means, one for the quantile
