@@ -34,15 +34,15 @@ NET_GIVEN_MOBILE = np.array([0.0, 0.5, 0.5])
 #                      ethernet  wifi    cellular
 RTT_MEDIAN_MS = np.array([35.0, 55.0, 95.0])
 RTT_SIGMA = np.array([0.55, 0.6, 0.65])
-LOSS_MEDIAN = np.array([0.0001, 0.0003, 0.0006])
+LOSS_MEDIAN = np.array([0.00005, 0.00015, 0.0003])
 LOSS_SIGMA = np.array([2.0, 2.0, 1.9])
 BURST_MEAN = np.array([1.5, 2.0, 3.0])
 BW_MEDIAN_KBPS = np.array([15_000.0, 9_000.0, 4_000.0])
 BW_SIGMA = np.array([1.0, 1.0, 1.1])
 BUFFER_MEDIAN_PKTS = np.array([48.0, 64.0, 256.0])  # bottleneck queue (home routers, RAN buffers)
 BUFFER_SIGMA = np.array([0.7, 0.7, 0.6])
-JITTER_SIGMA = np.array([0.12, 0.25, 0.35])  # per-ack RTT noise (log-normal sigma)
-CROSS_FLOWS = np.array([0.6, 0.9, 0.3])  # mean competing flows at the bottleneck
+JITTER_SIGMA = np.array([0.2, 0.4, 0.5])  # per-ack RTT noise (log-normal sigma)
+CROSS_FLOWS = np.array([0.3, 0.4, 0.2])  # mean competing flows at the bottleneck
 
 #                         Windows Android macOS iOS  Linux
 PLATFORM_RTT_FACTOR = np.array([1.0, 1.3, 0.9, 1.05, 0.9])

@@ -27,8 +27,9 @@ bottleneck buffer of ``buf`` packets:
   ordered stream (forced HoL blocking: all bodies on one stream; or an ordered header stream),
   each loss among those ``cross_bytes`` also stalls this response by one recovery; with independent
   QUIC streams it does not.
-* **spurious retransmissions**: a TLP fires needlessly when the ACK of the tail is later than the
-  PTO (RTT noise with log-normal σ = ``jitter``); disabling TLP removes those.
+* **spurious retransmissions**: a TLP fires needlessly when the ACK of the tail comes later than
+  the PTO (RTT noise with log-normal σ = ``jitter`` plus the receiver's delayed-ACK timer); the
+  RTO (≥ 200 ms) almost never fires spuriously, so disabling TLP removes those retransmissions.
 """
 
 from __future__ import annotations
@@ -45,8 +46,12 @@ MP_CODES = ("off", "min_rtt", "reinjection", "qoe_reinjection")
 CC_CODES = ("cubic", "reno")
 
 PACED_INITIAL_BURST = 10
-SS_OVERSHOOT = (0.12, 0.06)  # (unpaced, paced): fraction of the pipe lost at slow-start exit
-QUEUE_OCCUPANCY = (0.55, 0.35)  # (cubic, reno) mean standing-queue fraction of the buffer
+SS_OVERSHOOT = (0.18, 0.08)  # (unpaced, paced): fraction of the pipe lost at slow-start exit
+QUEUE_DROP = 0.01  # per-packet drop rate from competing bursts into a full standing queue
+PACED_BURST_FACTOR = 0.6
+NEAR_FULL = 0.8
+APP_LIMITED_TAIL = 0.12  # share of losses at the end of an application-limited flight (no dupacks follow)
+DELAYED_ACK_MS = 25.0  # receiver's max ack delay (the tail packet may wait for it)
 MIN_RTO_MS = 200.0
 
 
@@ -88,30 +93,69 @@ def aimd_params(tp: TransportArrays) -> tuple[np.ndarray, np.ndarray]:
     return alpha, beta
 
 
-def ca_loss_rate(tp: TransportArrays, window: np.ndarray, rtt_ms: np.ndarray) -> np.ndarray:
-    """Loss rate a controller drives the bottleneck to while holding an aggregate window ``window``.
+def queue_occupancy(beta: np.ndarray, bdp: np.ndarray, buf: np.ndarray) -> np.ndarray:
+    """Mean fraction of the bottleneck buffer a sawtooth between beta·P and P fills (P = BDP + buffer).
 
-    AIMD response function p = alpha (1 + beta) / (2 (1 - beta) W^2) (Mathis et al. 1997; Floyd,
-    Handley, Padhye 2000); Cubic additionally probes along its cubic curve, which for large windows
-    needs p = 1.072 RTT / w^(4/3) per emulated flow of window w = W/N (RFC 8312 §5.1, C = 0.4),
-    whichever is larger.
+    The window ramps (about linearly) from beta·P back to P after each reduction; the queue holds
+    max(0, w − BDP). A larger beta (Cubic 0.7 vs Reno 0.5, more so with N-connection emulation)
+    keeps a fuller standing queue (and a longer SRTT).
     """
-    alpha, beta = aimd_params(tp)
-    w = np.maximum(window, 2.0)
-    p_aimd = alpha * (1.0 + beta) / (2.0 * (1.0 - beta) * w * w)
-    per_flow = w / tp.nconn.astype(float)
-    p_cubic = np.where(tp.reno, 0.0, 1.072 * (rtt_ms / 1000.0) / per_flow ** (4.0 / 3.0))
-    return np.minimum(np.maximum(p_aimd, p_cubic), 0.05)
+    pipe = bdp + buf
+    low = beta * pipe
+    full = (low + pipe) / 2.0 - bdp
+    partial = (pipe - bdp) ** 2 / (2.0 * np.maximum((1.0 - beta) * pipe, 1e-9))
+    return np.clip(np.where(low >= bdp, full, partial) / np.maximum(buf, 1e-9), 0.0, 1.0)
+
+
+def near_full_fraction(beta: np.ndarray, bdp: np.ndarray, buf: np.ndarray) -> np.ndarray:
+    """Share of the sawtooth during which the queue is above :data:`NEAR_FULL` of the buffer.
+
+    Bursts of competing traffic overflow a drop-tail buffer only then. The window spends a share
+    (P − max(beta·P, T)) / ((1 − beta)·P) of each cycle above T = BDP + NEAR_FULL·buffer, so a
+    controller that backs off less (larger beta) sits near the top longer: Cubic more than Reno.
+    """
+    pipe = bdp + buf
+    top = bdp + NEAR_FULL * buf
+    return np.clip((pipe - np.maximum(beta * pipe, top)) / np.maximum((1.0 - beta) * pipe, 1e-9), 0.0, 1.0)
+
+
+def ca_loss_rate(tp: TransportArrays, bdp: np.ndarray, buf: np.ndarray, rtt_ms: np.ndarray) -> np.ndarray:
+    """Per-packet congestion loss of a bandwidth-limited flow in congestion avoidance.
+
+    Two parts: the loss rate the controller's response function needs to hold the window
+    W = BDP + buffer, per emulated connection (w = W/N): Reno p = 1.5/w² (Mathis et al. 1997);
+    Cubic the larger of its TCP-friendly rate (the same) and its cubic-curve rate
+    p = 1.072·RTT/w^(4/3) (RFC 8312 §5.1, C = 0.4, β = 0.7; RTT in seconds), so Cubic probes
+    harder on paths with large windows and long RTTs; and
+    drops of packets arriving while bursts of competing traffic overflow the standing queue, in
+    proportion to how long the controller keeps the queue near full (:func:`near_full_fraction`),
+    reduced by pacing, which removes the flow's own micro-bursts.
+    """
+    _, beta = aimd_params(tp)
+    n = tp.nconn.astype(float)
+    w = np.maximum(bdp + buf, 2.0) / np.sqrt(n)  # emulated connections share the window
+    p_reno = 1.5 / (w * w)
+    p_cubic = np.maximum(p_reno, 1.072 * (rtt_ms / 1000.0) / w ** (4.0 / 3.0))
+    p_aimd = np.where(tp.reno, p_reno, p_cubic)
+    p_queue = QUEUE_DROP * near_full_fraction(beta, bdp, buf) * np.where(tp.pacing, PACED_BURST_FACTOR, 1.0)
+    return np.minimum(p_aimd + p_queue, 0.05)
 
 
 def _cong_losses(n, pipe, buf, cw0, warm, tp, rtt):
     """Expected congestion losses: initial burst, slow-start exit, congestion avoidance."""
-    burst = np.where(tp.pacing, np.minimum(tp.iw, PACED_INITIAL_BURST), tp.iw)
-    burst_exp = np.where(warm, 0.0, np.maximum(0.0, np.minimum(burst, n) - buf))
+    first = np.minimum(tp.iw, n)
+    # unpaced: the initial window leaves at line rate into the buffer; paced: only the initial
+    # burst does, the rest is spread over the RTT and is lost only if it exceeds the whole pipe
+    burst_exp = np.where(
+        tp.pacing,
+        np.maximum(0.0, np.minimum(first, PACED_INITIAL_BURST) - buf) + np.maximum(0.0, first - pipe),
+        np.maximum(0.0, first - buf),
+    )
+    burst_exp = np.where(warm, 0.0, burst_exp)
     exits = (n > pipe) & ~warm  # a reused connection is already past slow start
     ovs = np.where(tp.pacing, SS_OVERSHOOT[1], SS_OVERSHOOT[0])
     exit_exp = np.where(exits, ovs * np.minimum(n - pipe, pipe), 0.0)
-    ca_exp = np.maximum(0.0, n - np.where(warm, 1.0, 2.0) * pipe) * ca_loss_rate(tp, pipe, rtt)
+    ca_exp = np.maximum(0.0, n - np.where(warm, 1.0, 2.0) * pipe) * ca_loss_rate(tp, pipe - buf, buf, rtt)
     return burst_exp, exit_exp, ca_exp
 
 
@@ -151,12 +195,12 @@ def transfer(
     ser = nt * MSS * 8.0 / bw
     reno = tp.reno.astype(np.intp)
     bw_limited = nt > pipe
-    occ = np.take(QUEUE_OCCUPANCY, reno) * np.where(tp.pacing, 0.8, 1.0)
+    occ = queue_occupancy(aimd_params(tp)[1], bdp, buf)
     queue = np.where(bw_limited, occ * buffer_ms, 0.05 * buffer_ms * np.minimum(nt / pipe, 1.0))
     base = rtt * (1.0 + ss_rounds) + ser + queue
 
     # one fixed block of uniforms per transfer: common random numbers across arms
-    u = rng.random((10, m))
+    u = rng.random((12, m))
 
     # losses: channel (Gilbert-Elliott) + self-inflicted congestion losses
     ev_ch, lost_ch = ge_losses(u[0], u[1], n, net["loss"], net["burst"])
@@ -168,8 +212,11 @@ def transfer(
     events = ev_ch + (bl > 0) + (el > 0) + cl
 
     # recovery: fast retransmit (RTT + detection) vs a tail loss (TLP or RTO); at most one loss
-    # burst can sit in the last three packets
-    tail = variates.binary(u[5], 1.0 - (1.0 - np.minimum(3.0 / n, 1.0)) ** events)
+    # burst can sit in the last packets (fewer than three dupacks follow it)
+    q_tail = np.minimum((3.0 + net["burst"]) / n + APP_LIMITED_TAIL, 1.0)
+    # slow-start overshoot losses sit at the end of a transfer that ends within a pipe after exit
+    exit_tail = (el > 0) & (nt < 2.0 * pipe)
+    tail = np.maximum(variates.binary(u[5], 1.0 - (1.0 - q_tail) ** (events - (el > 0))), exit_tail)
     fast = events - tail
     pto = np.maximum(2.0 * rtt, 10.0)
     rto = np.maximum(MIN_RTO_MS, 3.0 * rtt)
@@ -189,10 +236,10 @@ def transfer(
     hol = rtt * k_cross * (1.0 + 0.5 * u[6])
 
     # spurious retransmissions: TLP fired although the tail ACK was only late
-    sigma = net["jitter"]
-    p_tlp = 0.5 * _erfc(np.log(2.0) / (sigma * np.sqrt(2.0)))
-    p_rto = 0.5 * _erfc(np.log(np.maximum(rto / rtt, 1.0)) / (sigma * np.sqrt(2.0)))
-    spurious = variates.binary(u[9], np.where(tp.tlp > 0, p_tlp, p_rto))
+    # (RTT noise with log-normal sigma = jitter, plus the receiver's delayed-ACK wait)
+    ack_at = rtt * np.exp(net["jitter"] * variates.normal(u[9])) + DELAYED_ACK_MS * u[10]
+    spurious = np.where(tp.tlp > 0, (ack_at > pto).astype(np.int64) + ((tp.tlp > 1) & (ack_at > 2.0 * pto)), ack_at > rto)
+    spurious = spurious.astype(np.int64)
     retx = lost + spurious
     time = base + recovery + penalty + hol
     cwnd = np.where(events > 0, beta_eff * np.minimum(pipe, np.maximum(cw0, n)), np.minimum(pipe, np.maximum(cw0, n)))
@@ -202,6 +249,11 @@ def transfer(
         "hol_ms": hol,
         "packets": n.astype(np.int64),
         "lost": lost,
+        "lost_channel": lost_ch,
+        "lost_burst": bl,
+        "lost_exit": el,
+        "lost_ca": cl,
+        "spurious": spurious,
         "retx": retx.astype(np.int64),
         "sent": (n + retx).astype(np.int64),
         "loss_events": events,

@@ -1,8 +1,8 @@
 """Browser sessions: ``http_transactions`` (and their ``connections``).
 
 A browser session issues a heavy-tailed number of HTTP requests to a few origins. With connection
-pooling, origins that can be coalesced (here: pairs of origins sharing a certificate) share one
-connection; without it each origin opens its own. The first request of a connection pays the
+pooling, origins that can be coalesced (same certificate and address) share one connection;
+without it each origin opens its own. The first request of a connection pays the
 handshake (0 or 1 RTT) and starts from the initial window; later ones reuse an open window.
 
 Responses are log-normal in size (desktop pages pull larger resources than mobile ones). While a
@@ -35,11 +35,12 @@ from simulation.transport import TransportArrays, handshake_ms, transfer
 #                         Windows Android macOS iOS   Linux
 SIZE_MEDIAN = np.array([30_000.0, 14_000.0, 30_000.0, 14_000.0, 30_000.0])
 SIZE_SIGMA = np.array([2.0, 1.7, 2.0, 1.7, 2.0])
-CONCURRENT = np.array([4.0, 1.5, 4.0, 1.5, 4.0])  # mean other streams in flight on the connection
+CONCURRENT = np.array([3.5, 1.5, 3.5, 1.5, 3.5])  # mean other streams in flight on the connection
 CONCURRENCY_SHAPE = 0.3  # gamma-Poisson: most requests alone, some in bursts of dozens
 TX_FACTOR = np.array([1.3, 0.8, 1.3, 0.8, 1.3])  # requests per session relative to the workload's
 SERVER_MEDIAN_MS = 40.0
-HOSTS_EXTRA = 1.5  # origins per session: 1 + Poisson(1.5)
+HOSTS_EXTRA = 6.0  # origins per session: 1 + Poisson(6)
+COALESCABLE = 0.8  # share of sessions whose origins share a certificate and address (poolable)
 
 
 def concurrent_cross_bytes(rng: np.random.Generator, size: np.ndarray, platform: np.ndarray) -> np.ndarray:
@@ -71,7 +72,8 @@ def browser_events(
 
     hosts = 1 + rng.poisson(HOSTS_EXTRA, len(sidx))
     host = np.where(pos == 0, 0, rng.integers(0, hosts[g]))
-    conn_no = np.where(tp.pooling, host // 2, host)
+    coalescable = rng.random(len(sidx))[g] < COALESCABLE
+    conn_no = np.where(tp.pooling & coalescable, 0, host)
     conn = connection_u64(sess.session_u64[s], conn_no, "browser")
     new = first_in_group(conn)
 

@@ -39,11 +39,11 @@ LADDER_KBPS = np.array([150.0, 300.0, 750.0, 1200.0, 2500.0, 4500.0, 8000.0])
 AUDIO_KBPS = 128.0
 AUDIO_LOW_KBPS = 48.0  # audio rendition paired with sub-1 Mbit/s video
 SAFE_BUFFER_S = 10.0
-FADING_SIGMA = 0.55  # chunk-to-chunk bandwidth variation (log-normal)
+FADING_SIGMA = 0.5  # chunk-to-chunk bandwidth variation (log-normal)
 BUFFER_S = 30.0
 WATCH_MEDIAN_S = 150.0
 DECODE_MS = 80.0
-OTHER_SHARE_MEDIAN = 0.15  # other requests in flight per chunk, relative to the chunk
+OTHER_SHARE_MEDIAN = 0.07  # other requests in flight per chunk, relative to the chunk
 OTHER_REQUESTS = 1.0  # prefetches, thumbnails, ads, stats pings in flight per chunk
 
 
