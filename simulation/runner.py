@@ -78,7 +78,7 @@ def generate_block(
     out: dict[str, list[EventBatch]] = defaultdict(list)
     wl = scenario.workloads
     gens = {
-        "browser": lambda r, idx: browser_events(r, sess, idx, pop, tp, wl.http),
+        "browser": lambda r, idx: browser_events(r, sess, idx, pop, tp, wl.http, wl.header_compression),
         "search": lambda r, idx: search_events(r, sess, idx, pop, tp, wl.search),
         "video": lambda r, idx: video_events(r, sess, idx, pop, tp, wl.video),
     }

@@ -26,6 +26,7 @@ from simulation.apps.common import (
     lognormal,
     ragged_index,
 )
+from simulation.apps import headers
 from simulation.apps.connections import aggregate_connections
 from simulation.population import Population
 from simulation.scenario import HttpWorkload
@@ -39,6 +40,9 @@ CONCURRENT = np.array([3.5, 1.5, 3.5, 1.5, 3.5])  # mean other streams in flight
 CONCURRENCY_SHAPE = 0.3  # gamma-Poisson: most requests alone, some in bursts of dozens
 TX_FACTOR = np.array([1.3, 0.8, 1.3, 0.8, 1.3])  # requests per session relative to the workload's
 SERVER_MEDIAN_MS = 40.0
+PAGE_BURST_SHARE = 0.9  # requests that follow the previous one within the same page
+IN_PAGE_GAP_MS = 5.0
+PAGE_GAP_MS = 20_000.0
 HOSTS_EXTRA = 6.0  # origins per session: 1 + Poisson(6)
 COALESCABLE = 0.8  # share of sessions whose origins share a certificate and address (poolable)
 
@@ -58,6 +62,7 @@ def browser_events(
     pop: Population,
     tp_client: TransportArrays,
     cfg: HttpWorkload,
+    emit_headers: bool = False,
 ) -> dict[str, EventBatch]:
     """HTTP transactions of the browser sessions ``sidx`` and the connections they used."""
     plat_s = pop.platform[sess.client[sidx]]
@@ -85,10 +90,17 @@ def browser_events(
     hs = np.where(new, hs, 0.0)
     zr = zr & new
     server = lognormal(rng, SERVER_MEDIAN_MS, 1.2, m)
-    latency = hs + server + tr["time_ms"]
-
-    gap = rng.exponential(8_000.0, m)
+    # requests come in page bursts (a few ms apart), pages tens of seconds apart
+    u = rng.random((4, m))
+    gap = np.where(u[0] < PAGE_BURST_SHARE, -IN_PAGE_GAP_MS * np.log1p(-u[1]), -PAGE_GAP_MS * np.log1p(-u[1]))
     t = sess.start_ms[s] + group_cumsum(gap, g).astype(np.int64)
+
+    # request header blocks: HPACK blocks wait for earlier lost ones on the same connection
+    order = np.lexsort((t, conn))
+    arrival = headers.block_arrivals(u[2], u[3], t.astype(float), net["rtt_ms"], net["loss"])
+    hdr_hol = np.empty(m)
+    hdr_hol[order] = headers.header_hol(arrival[order], conn[order], tp.hdr[order], rng.random(m)[order])
+    latency = hs + hdr_hol + server + tr["time_ms"]
     http = EventBatch(
         "http_transactions",
         s,
@@ -99,7 +111,7 @@ def browser_events(
             "request_bytes": req.astype(np.int64),
             "response_bytes": size.astype(np.int64),
             "latency_ms": latency,
-            "ttfb_ms": hs + server + tr["ttfb_ms"],
+            "ttfb_ms": hs + hdr_hol + server + tr["ttfb_ms"],
             "hol_blocked_ms": tr["hol_ms"],
             "packets_lost": tr["lost"],
             "new_connection": new,
@@ -108,5 +120,11 @@ def browser_events(
         },
     )
     conns = aggregate_connections(conn, s, t + latency.astype(np.int64), tr, latency, size, req, hs, zr, tp)
-    return {"http_transactions": http, "connections": conns}
+    out = {"http_transactions": http, "connections": conns}
+    if emit_headers:
+        raw, wire = headers.header_bytes(rng, new, tp.hdr)
+        out["header_compression"] = headers.connection_events(
+            conn, s, t + latency.astype(np.int64), tp.hdr, raw, wire, hdr_hol
+        )
+    return out
 
