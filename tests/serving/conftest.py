@@ -1,0 +1,121 @@
+"""Serving fixtures: one pipeline day in the ``serving`` namespace, then the Thrift server and
+Superset, each started once per test run on free ports (session scope) and stopped at the end.
+
+Order matters only once: the run's Spark session (the ``spark`` fixture) creates the metastore
+schema before the Thrift server's JVM connects to the same Derby server.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import time
+from dataclasses import dataclass
+from datetime import date, timedelta
+
+import pandas as pd
+import pytest
+
+from quicexp.config import REPO_ROOT, Settings
+from tests.conftest import free_port
+
+log = logging.getLogger("tests.serving")
+EXPERIMENT = "fhol_2026_06"
+
+
+@dataclass(frozen=True)
+class ServingLake:
+    settings: Settings
+    first_day: date
+    stand_ins: tuple[str, ...]  # contract tables/rows the pipeline does not produce yet (see stand_ins.py)
+
+    @property
+    def next_day(self) -> date:
+        return self.first_day + timedelta(days=1)
+
+
+@pytest.fixture(scope="session")
+def serving(spark, lake) -> ServingLake:
+    """Two simulated upload days in the landing zone; the pipeline run over the first one."""
+    from quicexp.pipeline import run_day
+    from simulation.runner import run_scenario
+    from tests.serving.stand_ins import ensure_contract
+
+    base = lake("serving")
+    settings = base.model_copy(
+        update={
+            "state_dir": base.home / "state",
+            "services": base.services.model_copy(
+                update={"thrift_port": free_port(), "superset_port": free_port()}
+            ),
+        }
+    )
+    manifest = run_scenario(
+        REPO_ROOT / "simulation" / "scenarios" / "fhol.yaml", settings.landing_root, days=2, clients=1500, workers=2
+    )
+    first = pd.Timestamp(manifest["start_date"]).date()
+    started = time.monotonic()
+    run_day(spark, settings, first)
+    print(f"\n[serving] pipeline day {first} in {time.monotonic() - started:.0f}s", file=sys.stderr)
+    stand_ins = ensure_contract(spark, settings)
+    if stand_ins:
+        print(f"[serving] contract items derived by the test fixture: {', '.join(stand_ins)}", file=sys.stderr)
+    return ServingLake(settings, first, tuple(stand_ins))
+
+
+@pytest.fixture(scope="session")
+def thrift(serving: ServingLake):
+    """The Spark Thrift Server of the serving namespace (host, port)."""
+    from quicexp.serve import start_thrift, stop_thrift
+
+    settings = serving.settings
+    started = time.monotonic()
+    start_thrift(settings, driver_memory="1500m", timeout_s=600, log=log.info)
+    print(f"\n[serving] thrift server up in {time.monotonic() - started:.0f}s", file=sys.stderr)
+    yield settings.services.bind_host, settings.services.thrift_port
+    stop_thrift(settings)
+
+
+@pytest.fixture(scope="session")
+def thrift_cursor(thrift):
+    """A factory of DB-API cursors on the Thrift server (pyhive)."""
+    from pyhive import hive
+
+    host, port = thrift
+    connections = []
+
+    def make():
+        conn = hive.connect(host=host, port=port, username="analyst")
+        connections.append(conn)
+        return conn.cursor()
+
+    yield make
+    for conn in connections:
+        conn.close()
+
+
+@dataclass(frozen=True)
+class SupersetInstance:
+    url: str
+    user: str
+    password: str
+    setup_seconds: float
+
+
+@pytest.fixture(scope="session")
+def superset(serving: ServingLake, thrift) -> SupersetInstance:
+    """Superset set up from scratch (metadata DB, secrets, admin, bundle import) and serving."""
+    from quicexp.superset import service
+
+    settings = serving.settings
+    started = time.monotonic()
+    password = service.setup(settings, log=log.info)
+    setup_seconds = time.monotonic() - started
+    assert password, "a fresh state dir must yield a generated admin password"
+    service.start(settings, timeout_s=600, log=log.info)
+    print(
+        f"\n[serving] superset setup {setup_seconds:.0f}s, up after {time.monotonic() - started:.0f}s",
+        file=sys.stderr,
+    )
+    yield SupersetInstance(service.base_url(settings), service.ADMIN_USER, password, setup_seconds)
+    service.stop(settings)

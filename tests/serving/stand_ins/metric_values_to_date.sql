@@ -1,0 +1,35 @@
+-- TEST STAND-IN: gold.metric_values_to_date (contract columns) from stand_in_events: experiment
+-- to date through each as_of_date, plus request_latency_p at p50/p90/p95/p99.
+with dated as (
+    select events.*, days.as_of_date, segment.segment_type, segment.segment_value
+    from stand_in_events as events
+    inner join (select distinct event_date as as_of_date from stand_in_events) as days
+        on events.event_date <= days.as_of_date
+    lateral view inline(array(
+        named_struct('segment_type', 'overall', 'segment_value', 'all'),
+        named_struct('segment_type', 'platform', 'segment_value', events.platform)
+    )) segment
+),
+
+means as (
+    select experiment_id, arm, metric, metric_kind, segment_type, segment_value, as_of_date,
+           cast(null as double) as quantile_p, sum(y) / nullif(sum(x), 0) as value,
+           count(distinct client_id) as n_units, count(*) as n_events
+    from dated
+    group by experiment_id, arm, metric, metric_kind, segment_type, segment_value, as_of_date
+),
+
+quantiles as (
+    select experiment_id, arm, 'request_latency_p' as metric, 'quantile' as metric_kind,
+           segment_type, segment_value, as_of_date, q.p as quantile_p,
+           percentile_approx(raw, q.p, 10000) as value,
+           count(distinct client_id) as n_units, count(*) as n_events
+    from dated
+    lateral view explode(array(0.5D, 0.9D, 0.95D, 0.99D)) q as p
+    where metric = 'request_latency'
+    group by experiment_id, arm, segment_type, segment_value, as_of_date, q.p
+)
+
+select * from means
+union all
+select * from quantiles

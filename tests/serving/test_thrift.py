@@ -1,0 +1,108 @@
+"""The Spark Thrift Server: Delta tables through JDBC/ODBC, live new days, consistent snapshots,
+and a listener on 127.0.0.1 only."""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import socket
+import subprocess
+import threading
+
+from quicexp.serve import THRIFT_CLASS, thrift_command, thrift_status
+
+
+def test_command_passes_jars_both_ways_and_binds_loopback(serving):
+    cmd = thrift_command(serving.settings)
+    joined = " ".join(cmd)
+    assert THRIFT_CLASS in cmd and "spark-internal" in cmd
+    jars = cmd[cmd.index("--jars") + 1].split(",")
+    assert any("delta-spark" in j for j in jars)
+    assert any(a.startswith("spark.driver.extraClassPath=") and "delta-spark" in a for a in cmd)
+    assert "--packages" not in cmd
+    assert f"hive.server2.thrift.bind.host={serving.settings.services.bind_host}" in joined
+    assert serving.settings.services.bind_host == "127.0.0.1"
+
+
+def test_delta_marts_are_queryable_through_thrift(serving, thrift_cursor):
+    gold = serving.settings.gold_schema
+    cur = thrift_cursor()
+    cur.execute(f"select count(*), count(distinct metric) from {gold}.experiment_results")
+    rows, metrics = cur.fetchone()
+    assert rows > 0 and metrics >= 2
+    cur.execute(f"describe detail {gold}.experiment_results")
+    detail = dict(zip([d[0] for d in cur.description], cur.fetchone(), strict=True))
+    assert detail["format"] == "delta"
+
+
+def _snapshot(cur, table: str) -> tuple[int, int]:
+    cur.execute(f"select count(*), coalesce(sum(crc32(event_id)), 0) from {table}")
+    count, checksum = cur.fetchone()
+    return int(count), int(checksum)
+
+
+def test_query_during_ingest_sees_old_or_new_snapshot_never_partial(spark, serving, thrift_cursor):
+    """Ingest the next upload day (one Delta commit per table) while querying through Thrift."""
+    import jobs.ingest
+
+    settings = serving.settings
+    table = f"{settings.bronze_schema}.http_transactions"
+    cur = thrift_cursor()
+    old = _snapshot(cur, table)
+    done = threading.Event()
+    errors: list[BaseException] = []
+
+    def ingest() -> None:
+        try:
+            jobs.ingest.run(spark, settings, serving.next_day, ("http_transactions",))
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+        finally:
+            done.set()
+
+    worker = threading.Thread(target=ingest, name="ingest-next-day")
+    worker.start()
+    seen: list[tuple[int, int]] = []
+    while not done.is_set():
+        seen.append(_snapshot(cur, table))
+    worker.join()
+    assert not errors, errors
+    new = _snapshot(cur, table)
+    seen.append(new)
+    print(f"\n[serving] {len(seen)} thrift snapshots during ingest; old {old}, new {new}")
+    assert new[0] > old[0], "the new upload day must add rows (and be visible without a restart)"
+    assert len(seen) >= 2
+    assert set(seen) <= {old, new}, f"partial snapshot seen: {set(seen) - {old, new}}"
+
+
+def _machine_addresses() -> list[str]:
+    out = subprocess.run(["ip", "-j", "addr"], capture_output=True, text=True, check=True).stdout
+    addresses = []
+    for link in json.loads(out):
+        for info in link.get("addr_info", []):
+            addr = ipaddress.ip_address(info["local"])
+            if addr.is_loopback or addr.is_link_local and addr.version == 6:
+                continue
+            addresses.append(str(addr))
+    return addresses
+
+
+def test_thrift_port_reachable_on_loopback_only(serving, thrift):
+    host, port = thrift
+    with socket.create_connection((host, port), timeout=5):
+        pass
+    addresses = _machine_addresses()
+    assert addresses, "this machine should have at least one non-loopback address"
+    for address in addresses:
+        family = socket.AF_INET6 if ":" in address else socket.AF_INET
+        with socket.socket(family, socket.SOCK_STREAM) as sock:
+            sock.settimeout(3)
+            assert sock.connect_ex((address, port)) != 0, f"thrift port {port} answers on {address}"
+    # and the listening socket itself is bound to 127.0.0.1, not a wildcard
+    listeners = subprocess.run(["ss", "-Hltn", f"sport = :{port}"], capture_output=True, text=True).stdout
+    local = {line.split()[3] for line in listeners.splitlines() if line.strip()}
+    assert local == {f"127.0.0.1:{port}"}, local
+
+
+def test_status_reports_running(serving, thrift):
+    assert "running" in thrift_status(serving.settings)
