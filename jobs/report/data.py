@@ -1,0 +1,72 @@
+"""What one report is made of: plain pandas frames and small records, no Spark.
+
+:func:`jobs.report.load.load_report_data` fills a :class:`ReportData` from the lake; tests build
+one directly from the stats engine's output. Every source but the results is optional: a section
+whose source is missing says "not available" (``ReportData.missing`` names why).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import date
+from typing import TYPE_CHECKING
+
+from quicexp.registry import Experiment
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+#: segment types shown in the main scorecard; every other type is a network-condition segment
+SCORECARD_SEGMENTS = ("overall", "platform")
+#: segment types of the "effect by network-condition bucket" plot, in panel order
+BUCKET_SEGMENTS = ("rtt_bucket", "loss_bucket", "bandwidth_bucket")
+
+
+@dataclass(frozen=True)
+class IngestQuality:
+    """Totals of bronze.ingest_audit over the upload days the experiment has run."""
+
+    first_day: date
+    last_day: date
+    rows_read: int
+    rows_quarantined: int
+    rows_duplicate: int
+    rows_late: int
+
+    def rate(self, count: int) -> float:
+        return count / self.rows_read if self.rows_read else float("nan")
+
+
+@dataclass(frozen=True)
+class ReportData:
+    """Inputs of one experiment's report for one day.
+
+    Attributes:
+        experiment: the registry entry (title, arms, split, start date).
+        day: the logical day (results as of this date).
+        results: gold.experiment_results rows of this experiment with as_of_date <= day.
+        daily_values: gold.metric_values_daily rows (event_date <= day), or None.
+        values_to_date: gold.metric_values_to_date rows at as_of_date == day, or None.
+        quality: ingest-audit totals, or None.
+        missing: source name -> why it is not available (shown in the report's footer).
+    """
+
+    experiment: Experiment
+    day: date
+    results: pd.DataFrame
+    daily_values: pd.DataFrame | None = None
+    values_to_date: pd.DataFrame | None = None
+    quality: IngestQuality | None = None
+    missing: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def today(self) -> pd.DataFrame:
+        """Results as of the report's day."""
+        return self.results[as_dates(self.results["as_of_date"]) == self.day]
+
+
+def as_dates(column: pd.Series) -> pd.Series:
+    """A date column from Spark or pandas (date objects, Timestamps or strings) as ``date``s."""
+    import pandas as pd
+
+    return pd.to_datetime(column).dt.date

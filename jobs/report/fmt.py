@@ -1,0 +1,166 @@
+"""Numbers in the seeds' shape: "p95 request latency, Windows: +98 ms (+3.0%) [+61, +135]".
+
+Pure functions from floats to strings. A missing or non-finite number is always shown as an en
+dash, never as "nan" or "None". Absolute deltas and their intervals share one number of decimals,
+chosen so the interval's half-width has two significant digits (the interval says how many digits
+mean something).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from jobs.report.metrics import MetricDisplay, display, metric_label
+
+MISSING = "–"
+#: platforms in the order the architecture lists them; other values follow
+PLATFORM_ORDER = ("Windows", "Android", "macOS", "iOS", "Linux")
+
+
+def is_missing(value: Any) -> bool:
+    """True for None, NaN, ±inf and anything that is not a number."""
+    try:
+        return value is None or not math.isfinite(float(value))
+    except (TypeError, ValueError):
+        return True
+
+
+def decimals_for(width: float, significant: int = 2) -> int:
+    """Decimals that show ``width`` with ``significant`` digits (0…4)."""
+    if is_missing(width) or width <= 0:
+        return 1
+    return max(0, min(4, significant - 1 - math.floor(math.log10(abs(width)))))
+
+
+def number(value: float, decimals: int | None = None, signed: bool = False) -> str:
+    """A number with thousands separators; ``decimals=None`` keeps three significant digits."""
+    if is_missing(value):
+        return MISSING
+    value = float(value)
+    if decimals is None:
+        decimals = 0 if abs(value) >= 100 else decimals_for(abs(value), 3)
+    text = f"{value:+,.{decimals}f}" if signed else f"{value:,.{decimals}f}"
+    if signed and float(text.replace(",", "")) == 0:
+        text = text[1:]
+    return text
+
+
+def with_unit(text: str, unit: str) -> str:
+    """"98" + "ms" -> "98 ms"; "5.2" + "%" -> "5.2%"."""
+    if text == MISSING or not unit:
+        return text
+    return f"{text}%" if unit == "%" else f"{text} {unit}"
+
+
+def percent(fraction: float, signed: bool = True) -> str:
+    """A relative change as percent: 0.0304 -> "+3.0%", 0.0016 -> "+0.16%"."""
+    if is_missing(fraction):
+        return MISSING
+    pct = float(fraction) * 100
+    decimals = 0 if abs(pct) >= 100 else 1 if abs(pct) >= 1 else 2
+    return number(pct, decimals, signed) + "%"
+
+
+def value_text(value: float, disp: MetricDisplay) -> str:
+    """An arm's value in display units, e.g. "3,215 ms" or "5.20%"."""
+    if is_missing(value):
+        return MISSING
+    return with_unit(number(float(value) * disp.scale), disp.unit)
+
+
+def segment_label(segment_type: str, segment_value: str) -> str:
+    """"overall"/"all" -> "overall"; "Windows|100-200ms" -> "Windows, 100-200ms"."""
+    if segment_type == "overall":
+        return "overall"
+    return ", ".join(str(segment_value).split("|"))
+
+
+def bucket_order(value: str) -> tuple[float, int, str]:
+    """Buckets sort by their first number ("50-100ms" before "100-200ms"; "<0.5%" before "0.5-2%")."""
+    text = str(value).strip()
+    m = re.search(r"\d+(\.\d+)?", text)
+    rank = 0 if text.startswith("<") else 2 if text.startswith(">") else 1
+    return (float(m.group()) if m else float("inf"), rank, text)
+
+
+def segment_rank(segment_type: str, segment_value: str) -> tuple:
+    """Overall first, platforms in PLATFORM_ORDER, buckets by their lower edge."""
+    if segment_type == "overall":
+        return (0, 0, "")
+    if segment_value in PLATFORM_ORDER:
+        return (1, PLATFORM_ORDER.index(segment_value), "")
+    return (2, *bucket_order(segment_value))
+
+
+@dataclass(frozen=True)
+class Effect:
+    """The strings of one comparison, all in display units."""
+
+    label: str
+    segment: str
+    delta: str
+    rel: str
+    ci: str
+    rel_ci: str
+    seq_ci: str
+    seq_rel_ci: str
+    mde: str
+
+    @property
+    def line(self) -> str:
+        """The seeds' one-liner: "p95 request latency, Windows: +98 ms (+3.0%) [+61, +135]"."""
+        return f"{self.label}, {self.segment}: {self.delta} ({self.rel}) {self.ci}"
+
+
+def _interval(lo: float, hi: float, decimals: int, scale: float = 1.0) -> str:
+    if is_missing(lo) or is_missing(hi):
+        return MISSING
+    return f"[{number(lo * scale, decimals, True)}, {number(hi * scale, decimals, True)}]"
+
+
+def _pct_interval(lo: float, hi: float) -> str:
+    if is_missing(lo) or is_missing(hi):
+        return MISSING
+    return f"[{percent(lo)}, {percent(hi)}]"
+
+
+def effect(row: Any) -> Effect:
+    """Format one results row (a namedtuple or mapping with the stats engine's columns)."""
+    get = row.get if isinstance(row, dict) else lambda k: getattr(row, k, None)
+    disp = display(get("metric"))
+    s = disp.scale
+    lo, hi = get("ci_abs_lower"), get("ci_abs_upper")
+    width = (float(hi) - float(lo)) / 2 * s if not (is_missing(lo) or is_missing(hi)) else math.nan
+    decimals = decimals_for(width) if not is_missing(width) else decimals_for(abs(float(get("delta_abs") or 0) * s), 2)
+    delta = get("delta_abs")
+    mde_abs, mde_rel = get("mde_abs"), get("mde_rel")
+    mde = MISSING
+    if not is_missing(mde_abs):
+        mde = "±" + with_unit(number(float(mde_abs) * s, decimals_for(float(mde_abs) * s)), disp.abs_unit)
+        if not is_missing(mde_rel):
+            mde += f" (±{percent(mde_rel, signed=False)})"
+    return Effect(
+        label=metric_label(get("metric"), get("quantile_p")),
+        segment=segment_label(get("segment_type"), get("segment_value")),
+        delta=with_unit(number(float(delta) * s if not is_missing(delta) else delta, decimals, True), disp.abs_unit),
+        rel=percent(get("delta_rel")),
+        ci=_interval(lo, hi, decimals, s),
+        rel_ci=_pct_interval(get("ci_rel_lower"), get("ci_rel_upper")),
+        seq_ci=_interval(get("seq_ci_abs_lower"), get("seq_ci_abs_upper"), decimals, s),
+        seq_rel_ci=_pct_interval(get("seq_ci_rel_lower"), get("seq_ci_rel_upper")),
+        mde=mde,
+    )
+
+
+def verdict(significant: bool, delta: float, metric: str) -> str:
+    """"better", "worse", "higher"/"lower" (no preferred direction) or "no significant difference"."""
+    if not significant or is_missing(delta) or float(delta) == 0:
+        return "no significant difference"
+    up = float(delta) > 0
+    direction = display(metric).higher_is_better
+    if direction is None:
+        return "higher" if up else "lower"
+    return "better" if up == direction else "worse"

@@ -1,0 +1,106 @@
+"""Read one report's inputs from the lake into a :class:`ReportData` (the only Spark in the report).
+
+gold.experiment_results is required; gold.metric_values_daily, gold.metric_values_to_date and
+bronze.ingest_audit are optional: a missing table or column is recorded in ``ReportData.missing``
+and the section says "not available". Every read is filtered to the one experiment and to
+as-of dates <= the report's day, so the report never shows the future of a back-filled day.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import date
+from typing import TYPE_CHECKING
+
+from jobs.delta_io import qualified
+from jobs.report.data import SCORECARD_SEGMENTS, IngestQuality, ReportData
+from quicexp.config import ConfigError, Settings
+from quicexp.registry import Experiment
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from pyspark.sql import DataFrame, SparkSession
+
+log = logging.getLogger("quicexp.report")
+
+VALUE_COLUMNS = ["experiment_id", "arm", "metric", "metric_kind", "segment_type", "segment_value", "quantile_p",
+                 "value", "n_units", "n_events"]  # fmt: skip
+
+
+def _first_line(exc: Exception) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+
+
+def _optional(spark: SparkSession, name: str, build, missing: dict[str, str], key: str) -> pd.DataFrame | None:
+    """``build(spark.table(name))`` as pandas, or None (reason in ``missing``) if it cannot be read."""
+    from pyspark.errors import PySparkException
+
+    if not spark.catalog.tableExists(name):
+        missing[key] = f"{name} does not exist yet"
+        return None
+    try:
+        return build(spark.table(name)).toPandas()
+    except PySparkException as exc:
+        missing[key] = f"{name}: {_first_line(exc)}"
+        log.warning("report: %s unreadable: %s", name, missing[key])
+        return None
+
+
+def load_results(spark: SparkSession, settings: Settings, day: date, experiment_id: str) -> pd.DataFrame:
+    """All results of the experiment with as_of_date <= day (the history feeds the cumulative chart)."""
+    from pyspark.sql import functions as F
+
+    table = qualified(settings.gold_schema, "experiment_results")
+    if not spark.catalog.tableExists(table):
+        raise ConfigError(f"{table} does not exist yet: run the pipeline for {day} first")
+    results = (
+        spark.table(table)
+        .where((F.col("experiment_id") == experiment_id) & (F.col("as_of_date") <= F.lit(day)))
+        .toPandas()
+    )
+    if results.empty or not (results["as_of_date"].astype(str) == day.isoformat()).any():
+        raise ConfigError(f"no results for experiment {experiment_id} on {day}: run the pipeline for that day first")
+    return results
+
+
+def _quality(spark: SparkSession, settings: Settings, experiment: Experiment, day: date,
+             missing: dict[str, str]) -> IngestQuality | None:  # fmt: skip
+    from pyspark.sql import functions as F
+
+    counts = ("rows_read", "rows_quarantined", "rows_duplicate", "rows_late")
+
+    def build(df: DataFrame) -> DataFrame:
+        window = F.col("upload_date").between(F.lit(experiment.start_date), F.lit(day))
+        return df.where(window).agg(*[F.coalesce(F.sum(c), F.lit(0)).alias(c) for c in counts])
+
+    frame = _optional(spark, qualified(settings.bronze_schema, "ingest_audit"), build, missing, "ingest_audit")
+    if frame is None:
+        return None
+    row = frame.iloc[0]
+    return IngestQuality(experiment.start_date, day, *(int(row[c]) for c in counts))
+
+
+def load_report_data(spark: SparkSession, settings: Settings, day: date, experiment: Experiment) -> ReportData:
+    """Every input of one report; raises ConfigError only when the results themselves are missing."""
+    from pyspark.sql import functions as F
+
+    results = load_results(spark, settings, day, experiment.id)
+    missing: dict[str, str] = {}
+    this = F.col("experiment_id") == experiment.id
+    main_segments = F.col("segment_type").isin(*SCORECARD_SEGMENTS)
+    daily = _optional(
+        spark,
+        qualified(settings.gold_schema, "metric_values_daily"),
+        lambda df: df.where(this & main_segments & (F.col("event_date") <= F.lit(day))).select(*VALUE_COLUMNS, "event_date"),
+        missing,
+        "metric_values_daily",
+    )
+    to_date = _optional(
+        spark,
+        qualified(settings.gold_schema, "metric_values_to_date"),
+        lambda df: df.where(this & (F.col("as_of_date") == F.lit(day))).select(*VALUE_COLUMNS, "as_of_date"),
+        missing,
+        "metric_values_to_date",
+    )
+    quality = _quality(spark, settings, experiment, day, missing)
+    return ReportData(experiment, day, results, daily, to_date, quality, missing)

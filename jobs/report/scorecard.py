@@ -1,0 +1,211 @@
+"""Scorecard, headline findings, power lines and the percentile table, from the day's results.
+
+Everything here is a pure function of the stats engine's output rows (stats/schema.py
+OUTPUT_COLUMNS); the numbers are formatted by :mod:`jobs.report.fmt`. Significance is the
+corrected one (``is_significant``: ``p_value_adjusted`` < alpha within its family); guardrail
+breaches (a guardrail metric significantly worse) always come first.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+
+from jobs.report.data import SCORECARD_SEGMENTS
+from jobs.report.fmt import (
+    MISSING,
+    Effect,
+    effect,
+    is_missing,
+    number,
+    percent,
+    segment_rank,
+    value_text,
+    verdict,
+)
+from jobs.report.metrics import CURVE_MEAN_METRIC, CURVE_METRIC, display, percentile_name, sort_key
+
+#: most headline lines before "and N more"
+MAX_HEADLINES = 12
+
+
+@dataclass(frozen=True)
+class ScoreRow:
+    """One comparison as a scorecard line."""
+
+    metric: str
+    quantile_p: float | None
+    segment_type: str
+    treatment_arm: str
+    control: str
+    treatment: str
+    effect: Effect
+    p_adjusted: str
+    significant: bool
+    seq_significant: bool
+    verdict: str
+    guardrail: bool
+    breach: bool
+    trustworthy: bool
+    flags: str
+    segment_rank: tuple = ()
+
+    @property
+    def css(self) -> str:
+        classes = []
+        if self.breach:
+            classes.append("breach")
+        elif self.significant:
+            classes.append("sig " + ("worse" if self.verdict == "worse" else "better" if self.verdict == "better" else ""))
+        if not self.trustworthy:
+            classes.append("untrusted")
+        return " ".join(c.strip() for c in classes)
+
+
+def _qp(value: object) -> float | None:
+    return None if is_missing(value) else float(value)
+
+
+def _p_text(p: float) -> str:
+    if is_missing(p):
+        return MISSING
+    return "<0.001" if p < 0.001 else f"{p:.3f}"
+
+
+def score_rows(results: pd.DataFrame) -> list[ScoreRow]:
+    """Display rows for ``results`` (any segments), guardrail breaches first, then reading order."""
+    rows = []
+    for r in results.itertuples(index=False):
+        if r.metric == CURVE_METRIC:
+            continue
+        significant = bool(r.is_significant) and not is_missing(r.p_value_adjusted)
+        v = verdict(significant, r.delta_abs, r.metric)
+        guard = bool(r.is_guardrail)
+        flags = [f for f in str(r.flags or "").split(";") if f and f not in ("cuped",)]
+        rows.append(
+            ScoreRow(
+                metric=r.metric,
+                quantile_p=_qp(r.quantile_p),
+                segment_type=r.segment_type,
+                treatment_arm=str(r.treatment_arm),
+                control=value_text(r.value_control, display(r.metric)),
+                treatment=value_text(r.value_treatment, display(r.metric)),
+                effect=effect(r),
+                p_adjusted=_p_text(r.p_value_adjusted),
+                significant=significant,
+                seq_significant=bool(r.is_seq_significant),
+                verdict=v,
+                guardrail=guard,
+                breach=guard and significant and v in ("worse", "higher", "lower"),
+                trustworthy=bool(r.is_trustworthy),
+                flags=", ".join(flags),
+                segment_rank=segment_rank(r.segment_type, r.segment_value),
+            )
+        )
+    rows.sort(
+        key=lambda s: (
+            not s.breach,
+            sort_key(s.metric, s.quantile_p),
+            s.segment_type != "overall",
+            s.segment_type,
+            s.segment_rank,
+            s.treatment_arm,
+        )
+    )
+    return rows
+
+
+def scorecard(today: pd.DataFrame) -> tuple[list[ScoreRow], list[ScoreRow]]:
+    """(overall and per-platform rows, network-condition rows) of the day."""
+    main = today["segment_type"].isin(SCORECARD_SEGMENTS)
+    return score_rows(today[main]), score_rows(today[~main])
+
+
+@dataclass(frozen=True)
+class Headlines:
+    breaches: list[str]
+    findings: list[str]
+    more: int
+    summary: str
+
+
+def headlines(rows: list[ScoreRow], alpha: float, correction: str) -> Headlines:
+    """The seeds' bullet lines for every significant scorecard row, breaches first."""
+    breaches = [f"{r.effect.line} — guardrail {r.verdict}" for r in rows if r.breach]
+    sig = sorted((r for r in rows if r.significant and not r.breach), key=lambda r: r.segment_type != "overall")
+    findings = [f"{r.effect.line} — {r.verdict}" for r in sig]
+    n = len(rows)
+    n_sig = len(sig) + len(breaches)
+    corr = {"bh": "Benjamini–Hochberg", "holm": "Holm", "bonferroni": "Bonferroni", "none": "no"}.get(
+        correction, correction
+    )
+    if n == 0:
+        summary = "No comparisons are available for this day."
+    elif n_sig == 0:
+        summary = f"No significant difference on any of the {n} comparisons ({corr} correction, α = {alpha:g})."
+    else:
+        summary = f"{n_sig} of {n} comparisons differ significantly ({corr} correction, α = {alpha:g})."
+    shown = findings[:MAX_HEADLINES]
+    return Headlines(breaches, shown, len(findings) - len(shown), summary)
+
+
+@dataclass(frozen=True)
+class PowerLine:
+    label: str
+    arm: str
+    units: str
+    mde: str
+    observed: str
+
+
+def power_lines(today: pd.DataFrame) -> list[PowerLine]:
+    """Minimum detectable effect per metric (overall segment) at the current number of units."""
+    overall = today[(today["segment_type"] == "overall") & (today["metric"] != CURVE_METRIC)]
+    out = []
+    for r in sorted(overall.itertuples(index=False), key=lambda r: sort_key(r.metric, _qp(r.quantile_p))):
+        e = effect(r)
+        out.append(
+            PowerLine(
+                label=e.label,
+                arm=str(r.treatment_arm),
+                units=f"{number(r.n_control, 0)} / {number(r.n_treatment, 0)}",
+                mde=e.mde,
+                observed=f"{e.delta} ({e.rel})",
+            )
+        )
+    return out
+
+
+@dataclass(frozen=True)
+class PercentileTable:
+    """Relative delta by percentile per segment (Langley et al. 2017, Table 1 shape)."""
+
+    columns: list[str]
+    rows: list[tuple[str, list[tuple[str, bool]]]]
+
+
+def percentile_table(today: pd.DataFrame) -> PercentileTable | None:
+    """Rows: overall then platforms; columns: mean, p1 … p99; cells: (relative delta, significant)."""
+    curve = today[today["metric"] == CURVE_METRIC]
+    if curve.empty:
+        return None
+    ps = sorted(curve["quantile_p"].dropna().unique())
+    mean = today[today["metric"] == CURVE_MEAN_METRIC]
+    columns = ["mean", *[percentile_name(p) for p in ps]]
+    rows = []
+    segments = curve[["segment_type", "segment_value"]].drop_duplicates()
+    ordered = sorted(zip(segments["segment_type"], segments["segment_value"], strict=True), key=lambda s: segment_rank(*s))
+    for seg_type, seg_value in ordered:
+        cells = []
+        for source, p in [(mean, None), *[(curve, p) for p in ps]]:
+            sel = source[(source["segment_type"] == seg_type) & (source["segment_value"] == seg_value)]
+            if p is not None:
+                sel = sel[(sel["quantile_p"] - p).abs() < 1e-9]
+            if sel.empty:
+                cells.append((MISSING, False))
+            else:
+                r = sel.iloc[0]
+                cells.append((percent(r["delta_rel"]), bool(r["is_significant"])))
+        rows.append(("overall" if seg_type == "overall" else str(seg_value), cells))
+    return PercentileTable(columns, rows)
