@@ -30,7 +30,16 @@ from quicexp.spark import spark_conf
 THRIFT_CLASS = "org.apache.spark.sql.hive.thriftserver.HiveThriftServer2"
 
 # Keys of spark_conf that spark-submit takes as flags, or that make no sense for a server.
-_SKIPPED_CONF = {"spark.pyspark.python"}
+_SKIPPED_CONF = {
+    "spark.pyspark.python",
+    "spark.master",
+    "spark.driver.memory",
+    "spark.jars",
+    "spark.app.name",
+}
+# Settings that must not appear on the command line (readable by every local user in `ps`):
+# they go to a 0600 properties file instead, removed once the server listens.
+SECRET_KEYS = ("spark.hadoop.javax.jdo.option.ConnectionPassword",)
 
 
 @dataclass(frozen=True)
@@ -39,11 +48,16 @@ class ThriftPaths:
 
     pid_file: Path
     log_file: Path
+    secrets_file: Path
 
     @classmethod
     def of(cls, settings: Settings) -> ThriftPaths:
         run = settings.home / "run"
-        return cls(run / "thrift-server.pid", settings.home / "logs" / "thrift-server.log")
+        return cls(
+            run / "thrift-server.pid",
+            settings.home / "logs" / "thrift-server.log",
+            settings.state_dir / "run" / "thrift-secrets.properties",
+        )
 
 
 def spark_submit() -> Path:
@@ -56,9 +70,13 @@ def spark_submit() -> Path:
     return path
 
 
-def thrift_command(settings: Settings, driver_memory: str | None = None) -> list[str]:
-    """The spark-submit command line of the Thrift server for ``settings`` (pure)."""
+def thrift_command(
+    settings: Settings, driver_memory: str | None = None
+) -> tuple[list[str], dict[str, str]]:
+    """The spark-submit command line of the Thrift server, and the secret settings kept off it
+    (to be written to ``ThriftPaths.secrets_file``, which the command names). Pure."""
     conf = spark_conf(settings, "quicexp-thrift-server")
+    hidden = {key: conf.pop(key) for key in SECRET_KEYS if key in conf}
     services = settings.services
     cmd = [
         str(spark_submit()),
@@ -68,10 +86,11 @@ def thrift_command(settings: Settings, driver_memory: str | None = None) -> list
         "--driver-memory", driver_memory or conf["spark.driver.memory"],
         "--jars", conf["spark.jars"],
     ]  # fmt: skip
+    if hidden:
+        cmd += ["--properties-file", str(ThriftPaths.of(settings).secrets_file)]
     for key, value in sorted(conf.items()):
-        if key in _SKIPPED_CONF or key in ("spark.master", "spark.driver.memory", "spark.jars", "spark.app.name"):
-            continue
-        cmd += ["--conf", f"{key}={value}"]
+        if key not in _SKIPPED_CONF:
+            cmd += ["--conf", f"{key}={value}"]
     cmd += [
         "spark-internal",
         "--hiveconf", f"hive.server2.thrift.bind.host={services.bind_host}",
@@ -79,7 +98,15 @@ def thrift_command(settings: Settings, driver_memory: str | None = None) -> list
         "--hiveconf", "hive.server2.transport.mode=binary",
         "--hiveconf", "hive.server2.webui.port=0",
     ]  # fmt: skip
-    return cmd
+    return cmd, hidden
+
+
+def _write_secrets(path: Path, hidden: dict[str, str]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        for key, value in sorted(hidden.items()):
+            handle.write(f"{key} {value.replace(chr(92), chr(92) * 2)}\n")
 
 
 def _read_pid(paths: ThriftPaths) -> int | None:
@@ -107,7 +134,15 @@ def thrift_status(settings: Settings) -> str:
     host, port = settings.services.bind_host, settings.services.thrift_port
     pid = _read_pid(paths)
     listening = is_listening(host, port)
-    state = "running" if listening and pid else "starting" if pid else "listening (not ours)" if listening else "stopped"
+    state = (
+        "running"
+        if listening and pid
+        else "starting"
+        if pid
+        else "listening (not ours)"
+        if listening
+        else "stopped"
+    )
     suffix = f" (pid {pid}, log {paths.log_file})" if pid else ""
     return f"thrift server on {host}:{port}: {state}{suffix}"
 
@@ -122,15 +157,20 @@ def start_thrift(
     if pid and is_listening(host, port):
         return pid
     if not pid and is_listening(host, port):
-        raise ConfigError(f"port {host}:{port} is taken by another process; set services.thrift_port")
+        raise ConfigError(
+            f"port {host}:{port} is taken by another process; set services.thrift_port"
+        )
     ensure_catalog(settings)
     for path in (paths.pid_file, paths.log_file):
         path.parent.mkdir(parents=True, exist_ok=True)
     if not pid:
         started = time.monotonic()
+        cmd, hidden = thrift_command(settings, driver_memory)
+        if hidden:
+            _write_secrets(paths.secrets_file, hidden)
         with paths.log_file.open("ab") as out:
             proc = subprocess.Popen(
-                thrift_command(settings, driver_memory),
+                cmd,
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
@@ -145,13 +185,19 @@ def start_thrift(
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if is_listening(host, port):
+            paths.secrets_file.unlink(missing_ok=True)  # read by spark-submit at launch
             log(f"thrift server listening on {host}:{port} after {time.monotonic() - started:.1f}s")
             return pid
         if proc is not None and proc.poll() is not None:
             paths.pid_file.unlink(missing_ok=True)
-            raise ConfigError(f"the thrift server exited (code {proc.returncode}); see {paths.log_file}")
+            paths.secrets_file.unlink(missing_ok=True)
+            raise ConfigError(
+                f"the thrift server exited (code {proc.returncode}); see {paths.log_file}"
+            )
         time.sleep(0.5)
-    raise ConfigError(f"the thrift server did not listen on {host}:{port} within {timeout_s:.0f}s; see {paths.log_file}")
+    raise ConfigError(
+        f"the thrift server did not listen on {host}:{port} within {timeout_s:.0f}s; see {paths.log_file}"
+    )
 
 
 def stop_thrift(settings: Settings, timeout_s: float = 60.0) -> bool:
@@ -175,12 +221,16 @@ def stop_thrift(settings: Settings, timeout_s: float = 60.0) -> bool:
     return True
 
 
-serve_app = typer.Typer(help="The Spark Thrift Server: the lake's SQL endpoint on 127.0.0.1 (read by Superset).")
+serve_app = typer.Typer(
+    help="The Spark Thrift Server: the lake's SQL endpoint on 127.0.0.1 (read by Superset)."
+)
 
 
 @serve_app.command("start")
 def serve_start(
-    driver_memory: Annotated[str | None, typer.Option(help="Driver memory of the server JVM.")] = None,
+    driver_memory: Annotated[
+        str | None, typer.Option(help="Driver memory of the server JVM.")
+    ] = None,
 ) -> None:
     """Start the Thrift server (no-op when it runs already)."""
     settings = load_settings()

@@ -27,7 +27,9 @@ def admin() -> None:
         raise SystemExit("admin password must be at least 12 characters")
     user = sm.find_user(username="admin")
     if user is None:
-        sm.add_user("admin", "Quicexp", "Admin", "admin@localhost", sm.find_role("Admin"), password=password)
+        sm.add_user(
+            "admin", "Quicexp", "Admin", "admin@localhost", sm.find_role("Admin"), password=password
+        )
     else:
         sm.reset_password(user.id, password)
     db.session.commit()

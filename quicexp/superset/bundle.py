@@ -30,7 +30,12 @@ _ASSET_DIRS = ("databases", "datasets", "charts", "dashboards")
 # Keys an instance adds to chart params that refer to its own ids or are UI-only state.
 _INSTANCE_PARAM_KEYS = {"datasource", "slice_id", "dashboards", "url_params", "extra_form_data"}
 # Dashboard metadata keys that refer to instance ids of charts.
-_INSTANCE_DASHBOARD_KEYS = {"chart_configuration", "global_chart_configuration", "positions", "map_label_colors"}
+_INSTANCE_DASHBOARD_KEYS = {
+    "chart_configuration",
+    "global_chart_configuration",
+    "positions",
+    "map_label_colors",
+}
 
 
 def lake_uri(settings: Settings) -> str:
@@ -81,7 +86,9 @@ def to_zip(files: dict[str, dict[str, Any]], root: str = "bundle") -> bytes:
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
         for rel, doc in sorted(files.items()):
-            archive.writestr(f"{root}/{rel}", yaml.safe_dump(doc, sort_keys=True, allow_unicode=True))
+            archive.writestr(
+                f"{root}/{rel}", yaml.safe_dump(doc, sort_keys=True, allow_unicode=True)
+            )
     return buffer.getvalue()
 
 
@@ -123,10 +130,14 @@ def _normalise_dashboard(doc: dict[str, Any]) -> dict[str, Any]:
     doc.pop("id", None)
     position = dict(doc.get("position") or {})
     charts = [k for k, v in position.items() if isinstance(v, dict) and v.get("type") == "CHART"]
-    for n, key in enumerate(sorted(charts, key=lambda k: (position[k]["meta"].get("uuid", ""), k)), 1):
+    for n, key in enumerate(
+        sorted(charts, key=lambda k: (position[k]["meta"].get("uuid", ""), k)), 1
+    ):
         position[key] = {**position[key], "meta": {**position[key]["meta"], "chartId": n}}
     doc["position"] = position
-    metadata = {k: v for k, v in (doc.get("metadata") or {}).items() if k not in _INSTANCE_DASHBOARD_KEYS}
+    metadata = {
+        k: v for k, v in (doc.get("metadata") or {}).items() if k not in _INSTANCE_DASHBOARD_KEYS
+    }
     filters = []
     for native in metadata.get("native_filter_configuration", []):
         native = {k: v for k, v in native.items() if k not in ("chartsInScope", "tabsInScope")}
@@ -192,7 +203,9 @@ def uuid_links(files: dict[str, dict[str, Any]]) -> Iterable[str]:
     for rel, doc in files.items():
         uuids.setdefault(rel.split("/", 1)[0], set()).add(str(doc.get("uuid")))
     for rel, doc in files.items():
-        if rel.startswith("datasets/") and doc["database_uuid"] not in uuids.get("databases", set()):
+        if rel.startswith("datasets/") and doc["database_uuid"] not in uuids.get(
+            "databases", set()
+        ):
             yield f"{rel}: unknown database {doc['database_uuid']}"
         if rel.startswith("charts/") and doc["dataset_uuid"] not in uuids.get("datasets", set()):
             yield f"{rel}: unknown dataset {doc['dataset_uuid']}"
@@ -203,5 +216,7 @@ def uuid_links(files: dict[str, dict[str, Any]]) -> Iterable[str]:
                         yield f"{rel}: unknown chart {node['meta']['uuid']}"
             for native in doc["metadata"].get("native_filter_configuration", []):
                 for target in native.get("targets", []):
-                    if target.get("datasetUuid") and target["datasetUuid"] not in uuids.get("datasets", set()):
+                    if target.get("datasetUuid") and target["datasetUuid"] not in uuids.get(
+                        "datasets", set()
+                    ):
                         yield f"{rel}: filter {native['id']} targets unknown dataset {target['datasetUuid']}"

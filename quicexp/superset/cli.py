@@ -10,7 +10,9 @@ import typer
 from quicexp.config import load_settings
 from quicexp.superset import bundle, service
 
-superset_app = typer.Typer(help="Superset on the lake: setup, server on 127.0.0.1, dashboards as code.")
+superset_app = typer.Typer(
+    help="Superset on the lake: setup, server on 127.0.0.1, dashboards as code."
+)
 
 BundleOption = Annotated[Path, typer.Option("--bundle", help="Bundle folder.")]
 

@@ -84,7 +84,9 @@ def _run(settings: Settings, args: list[str], what: str, stdin: str | None = Non
     )
     if proc.returncode != 0:
         lines = [ln for ln in (proc.stderr or proc.stdout).strip().splitlines() if ln.strip()]
-        raise ConfigError(f"superset {what} failed: {lines[-1] if lines else f'exit {proc.returncode}'}")
+        raise ConfigError(
+            f"superset {what} failed: {lines[-1] if lines else f'exit {proc.returncode}'}"
+        )
     return proc.stdout
 
 
@@ -185,7 +187,9 @@ def start(settings: Settings, timeout_s: float = 300.0, log=print) -> int:
     host, port = settings.services.bind_host, settings.services.superset_port
     pid = _read_pid(paths.pid_file)
     if pid is None and is_listening(host, port):
-        raise ConfigError(f"port {host}:{port} is taken by another process; set services.superset_port")
+        raise ConfigError(
+            f"port {host}:{port} is taken by another process; set services.superset_port"
+        )
     if pid is None:
         cmd = [
             str(SUPERSET_VENV / "bin" / "gunicorn"),
@@ -215,7 +219,9 @@ def start(settings: Settings, timeout_s: float = 300.0, log=print) -> int:
         if _read_pid(paths.pid_file) is None:
             raise ConfigError(f"superset exited during start; see {paths.log_file}")
         time.sleep(1)
-    raise ConfigError(f"superset did not answer /health within {timeout_s:.0f}s; see {paths.log_file}")
+    raise ConfigError(
+        f"superset did not answer /health within {timeout_s:.0f}s; see {paths.log_file}"
+    )
 
 
 def stop(settings: Settings) -> bool:

@@ -12,7 +12,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-_DIR = Path(os.environ.get("QUICEXP_SUPERSET_DIR", Path.home() / ".config" / "quicexp" / "superset"))
+_DIR = Path(
+    os.environ.get("QUICEXP_SUPERSET_DIR", Path.home() / ".config" / "quicexp" / "superset")
+)
 
 
 def _secret(name: str) -> str:
@@ -26,7 +28,9 @@ def _secret(name: str) -> str:
 SECRET_KEY = _secret("secret_key")
 _DB_URL_FILE = _DIR / "metadata_db_url"
 SQLALCHEMY_DATABASE_URI = (
-    _DB_URL_FILE.read_text().strip() if _DB_URL_FILE.exists() else f"sqlite:///{_DIR / 'superset.db'}"
+    _DB_URL_FILE.read_text().strip()
+    if _DB_URL_FILE.exists()
+    else f"sqlite:///{_DIR / 'superset.db'}"
 )
 DATA_DIR = str(_DIR / "data")
 

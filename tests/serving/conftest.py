@@ -27,7 +27,9 @@ EXPERIMENT = "fhol_2026_06"
 class ServingLake:
     settings: Settings
     first_day: date
-    stand_ins: tuple[str, ...]  # contract tables/rows the pipeline does not produce yet (see stand_ins.py)
+    stand_ins: tuple[
+        str, ...
+    ]  # contract tables/rows the pipeline does not produce yet (see stand_ins.py)
 
     @property
     def next_day(self) -> date:
@@ -39,7 +41,7 @@ def serving(spark, lake) -> ServingLake:
     """Two simulated upload days in the landing zone; the pipeline run over the first one."""
     from quicexp.pipeline import run_day
     from simulation.runner import run_scenario
-    from tests.serving.stand_ins import ensure_contract
+    from tests.serving.stand_ins import ensure_contract, missing_result_rows
 
     base = lake("serving")
     settings = base.model_copy(
@@ -51,7 +53,11 @@ def serving(spark, lake) -> ServingLake:
         }
     )
     manifest = run_scenario(
-        REPO_ROOT / "simulation" / "scenarios" / "fhol.yaml", settings.landing_root, days=2, clients=1500, workers=2
+        REPO_ROOT / "simulation" / "scenarios" / "fhol.yaml",
+        settings.landing_root,
+        days=2,
+        clients=1500,
+        workers=2,
     )
     first = pd.Timestamp(manifest["start_date"]).date()
     started = time.monotonic()
@@ -59,8 +65,17 @@ def serving(spark, lake) -> ServingLake:
     print(f"\n[serving] pipeline day {first} in {time.monotonic() - started:.0f}s", file=sys.stderr)
     stand_ins = ensure_contract(spark, settings)
     if stand_ins:
-        print(f"[serving] contract items derived by the test fixture: {', '.join(stand_ins)}", file=sys.stderr)
-    return ServingLake(settings, first, tuple(stand_ins))
+        print(
+            f"[serving] contract items derived by the test fixture: {', '.join(stand_ins)}",
+            file=sys.stderr,
+        )
+    missing = missing_result_rows(spark, settings)
+    if missing:
+        print(
+            f"[serving] experiment_results rows the pipeline does not produce yet: {missing}",
+            file=sys.stderr,
+        )
+    return ServingLake(settings, first, tuple(stand_ins), tuple(missing))
 
 
 @pytest.fixture(scope="session")

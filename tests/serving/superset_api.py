@@ -43,11 +43,15 @@ def _filters(adhoc: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], str]:
         if item.get("expressionType") == "SQL":
             where.append(f"({item['sqlExpression']})")
         else:
-            filters.append({"col": item["subject"], "op": item["operator"], "val": item.get("comparator")})
+            filters.append(
+                {"col": item["subject"], "op": item["operator"], "val": item.get("comparator")}
+            )
     return filters, " AND ".join(where)
 
 
-def chart_query(chart: dict[str, Any], extra_filters: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+def chart_query(
+    chart: dict[str, Any], extra_filters: list[dict[str, Any]] | None = None
+) -> dict[str, Any]:
     """The query context of a chart as stored (``chart`` is an item of GET /api/v1/chart/)."""
     params = json.loads(chart["params"]) if isinstance(chart["params"], str) else chart["params"]
     columns: list[str] = []

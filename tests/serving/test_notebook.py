@@ -55,7 +55,9 @@ def test_notebook_loads_results_and_units_and_plots(kernel_env):
 
     nb = nbformat.read(NOTEBOOK, as_version=4)
     assert nb.metadata["kernelspec"]["name"] == KERNEL
-    NotebookClient(nb, timeout=1200, kernel_name=KERNEL, resources={"metadata": {"path": str(REPO_ROOT)}}).execute()
+    NotebookClient(
+        nb, timeout=1200, kernel_name=KERNEL, resources={"metadata": {"path": str(REPO_ROOT)}}
+    ).execute()
     outputs = [o for cell in nb.cells if cell.cell_type == "code" for o in cell.get("outputs", [])]
     assert not [o for o in outputs if o.get("output_type") == "error"]
     text = "\n".join(o.get("text", "") for o in outputs if o.get("output_type") == "stream")

@@ -3,6 +3,7 @@ security, and export → normalise giving back the committed bundle."""
 
 from __future__ import annotations
 
+import json
 import stat
 
 import pytest
@@ -12,6 +13,7 @@ import yaml
 from quicexp.config import REPO_ROOT
 from quicexp.superset import bundle, service
 from tests.serving.conftest import EXPERIMENT
+from tests.serving.stand_ins import explained_by_missing
 from tests.serving.superset_api import SupersetApi, chart_query
 
 
@@ -24,7 +26,9 @@ def test_bundle_is_closed_by_uuid_and_free_of_instance_ids():
     for needle in ("slice_id", "datasource_id", "__table", "query_context", "password"):
         assert needle not in text, needle
     [database] = [d for rel, d in files.items() if rel.startswith("databases/")]
-    assert database["sqlalchemy_uri"] == bundle.CANONICAL_URI and "@" not in database["sqlalchemy_uri"]
+    assert (
+        database["sqlalchemy_uri"] == bundle.CANONICAL_URI and "@" not in database["sqlalchemy_uri"]
+    )
     assert database["allow_dml"] is False
     dashboards = [d for rel, d in files.items() if rel.startswith("dashboards/")]
     assert len(dashboards) == 4
@@ -40,7 +44,10 @@ def test_render_then_normalise_is_identity(serving):
     files = bundle.load_bundle()
     rendered = bundle.render(files, serving.settings)
     [database] = [d for rel, d in rendered.items() if rel.startswith("databases/")]
-    assert database["sqlalchemy_uri"] == f"hive://127.0.0.1:{serving.settings.services.thrift_port}/default"
+    assert (
+        database["sqlalchemy_uri"]
+        == f"hive://127.0.0.1:{serving.settings.services.thrift_port}/default"
+    )
     assert {d["schema"] for rel, d in rendered.items() if rel.startswith("datasets/")} == {
         serving.settings.gold_schema
     }
@@ -54,7 +61,9 @@ def test_secrets_are_generated_private_and_outside_the_repo(serving, superset):
         assert REPO_ROOT not in path.resolve().parents
     assert superset.password != "admin" and len(superset.password) >= 20
     assert len(paths.secret_key.read_text().strip()) >= 40
-    print(f"\n[serving] superset first setup (db upgrade + init + import): {superset.setup_seconds:.0f}s")
+    print(
+        f"\n[serving] superset first setup (db upgrade + init + import): {superset.setup_seconds:.0f}s"
+    )
 
 
 def test_wrong_password_is_refused(superset):
@@ -79,12 +88,16 @@ def test_wrong_password_is_refused(superset):
         assert private.status_code == 401
 
 
+def _params(chart: dict) -> dict:
+    return json.loads(chart["params"]) if isinstance(chart["params"], str) else chart["params"]
+
+
 @pytest.fixture(scope="module")
 def api(superset) -> SupersetApi:
     return SupersetApi(superset.url, superset.user, superset.password)
 
 
-def test_every_chart_query_returns_rows(api):
+def test_every_chart_query_returns_rows(serving, api):
     charts = api.charts()
     assert len(charts) == len(list(bundle.BUNDLE_DIR.glob("charts/*.yaml")))
     empty, failed = [], []
@@ -97,9 +110,17 @@ def test_every_chart_query_returns_rows(api):
             continue
         [result] = resp.json()["result"]
         if result["rowcount"] == 0:
-            empty.append(chart["slice_name"])
+            empty.append(chart)
     assert not failed, failed
-    assert not empty, f"charts without rows: {empty}"
+    names = {
+        c["slice_name"]: explained_by_missing(_params(c)["adhoc_filters"], serving.missing_rows)
+        for c in empty
+    }
+    assert not [n for n, why in names.items() if not why], f"charts without rows: {names}"
+    if names:
+        pytest.xfail(
+            f"charts empty until models/ produce {sorted(set(names.values()))}: {sorted(names)}"
+        )
 
 
 def test_platform_filter_works_on_the_calculated_column(api):
@@ -113,7 +134,11 @@ def test_platform_filter_works_on_the_calculated_column(api):
 def test_the_lake_database_is_read_only_in_superset(api):
     [database] = api.get("/api/v1/database/", q="(page_size:10)")["result"]
     detail = api.get(f"/api/v1/database/{database['id']}")["result"]
-    assert detail["allow_dml"] is False and detail["allow_ctas"] is False and detail["allow_cvas"] is False
+    assert (
+        detail["allow_dml"] is False
+        and detail["allow_ctas"] is False
+        and detail["allow_cvas"] is False
+    )
 
 
 def test_export_normalises_back_to_the_committed_bundle(serving, superset, tmp_path):

@@ -13,7 +13,10 @@ from quicexp.serve import THRIFT_CLASS, thrift_command, thrift_status
 
 
 def test_command_passes_jars_both_ways_and_binds_loopback(serving):
-    cmd = thrift_command(serving.settings)
+    cmd, hidden = thrift_command(serving.settings)
+    assert (
+        not hidden and "--properties-file" not in cmd
+    )  # the embedded Derby metastore has no password
     joined = " ".join(cmd)
     assert THRIFT_CLASS in cmd and "spark-internal" in cmd
     jars = cmd[cmd.index("--jars") + 1].split(",")
@@ -22,6 +25,18 @@ def test_command_passes_jars_both_ways_and_binds_loopback(serving):
     assert "--packages" not in cmd
     assert f"hive.server2.thrift.bind.host={serving.settings.services.bind_host}" in joined
     assert serving.settings.services.bind_host == "127.0.0.1"
+
+
+def test_metastore_password_stays_off_the_command_line(serving):
+    settings = serving.settings.model_copy(
+        update={"catalog": serving.settings.catalog.model_copy(
+            update={"kind": "jdbc", "jdbc_url": "jdbc:postgresql://127.0.0.1/metastore", "password": "s3cret-pw"}
+        )}
+    )  # fmt: skip
+    cmd, hidden = thrift_command(settings)
+    assert "s3cret-pw" not in " ".join(cmd)
+    assert hidden == {"spark.hadoop.javax.jdo.option.ConnectionPassword": "s3cret-pw"}
+    assert cmd[cmd.index("--properties-file") + 1].endswith("thrift-secrets.properties")
 
 
 def test_delta_marts_are_queryable_through_thrift(serving, thrift_cursor):
@@ -81,7 +96,7 @@ def _machine_addresses() -> list[str]:
     for link in json.loads(out):
         for info in link.get("addr_info", []):
             addr = ipaddress.ip_address(info["local"])
-            if addr.is_loopback or addr.is_link_local and addr.version == 6:
+            if addr.is_loopback or (addr.is_link_local and addr.version == 6):
                 continue
             addresses.append(str(addr))
     return addresses
@@ -99,7 +114,9 @@ def test_thrift_port_reachable_on_loopback_only(serving, thrift):
             sock.settimeout(3)
             assert sock.connect_ex((address, port)) != 0, f"thrift port {port} answers on {address}"
     # and the listening socket itself is bound to 127.0.0.1, not a wildcard
-    listeners = subprocess.run(["ss", "-Hltn", f"sport = :{port}"], capture_output=True, text=True).stdout
+    listeners = subprocess.run(
+        ["ss", "-Hltn", f"sport = :{port}"], capture_output=True, text=True
+    ).stdout
     local = {line.split()[3] for line in listeners.splitlines() if line.strip()}
     assert local == {f"127.0.0.1:{port}"}, local
 
