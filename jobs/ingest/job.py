@@ -2,153 +2,200 @@
 
 The unit of work is the *upload day* ``day``: every batch under
 ``landing/upload_date=<day>/<kind>/`` is read once. Events land in bronze partitioned by
-their own ``event_date`` (late events go to earlier dates); the job replaces exactly the
-rows it owns (``upload_date = day``) in one Delta commit per table, so reruns, back-fills
-in any order and emptied days are all idempotent. Every input row ends in exactly one of
-bronze, quarantine (with its reason and raw text) or the duplicate count:
+their own ``event_date`` (late events go to earlier dates) and by ``upload_date``; the job
+replaces exactly the rows it owns (``upload_date = day``), so reruns, back-fills in any
+order and emptied days are all idempotent. Every input row ends in exactly one of bronze,
+quarantine (with its reason and raw text) or the duplicate count:
 ``rows_read = rows_loaded + rows_quarantined + rows_duplicate`` per file, in ``ingest_audit``.
+
+Order of work, so that a failure never leaves a half-written day:
+
+1. list and check every landing file (unreadable → one-line error, nothing read);
+2. parse, validate and classify every kind, cached, and count the audit — this reads all
+   input, so a corrupt upload fails here, before any write;
+3. one Delta commit per event table that has rows for the day or had some before
+   (written concurrently), then one commit each for the quarantine, the id ledger and
+   the audit (the audit goes last: a day with audit rows is a finished day);
+4. re-ingest the later upload days whose cross-day duplicates this day changed (back-fill).
 """
 
 from __future__ import annotations
 
 import logging
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import date
+from functools import reduce
 from typing import TYPE_CHECKING
 
-from jobs.delta_io import ensure_schema, ensure_table, qualified, replace_where
-from jobs.ingest import tables
-from jobs.ingest.landing import find_batches
+from jobs.delta_io import ensure_schema, qualified, replace_where
+from jobs.ingest import dedup, tables
+from jobs.ingest.landing import Batches, LandingError, find_batches
 from jobs.ingest.validate import parse_json_lines, parse_parquet, semantic_reason
 from quicexp import telemetry
 from quicexp.config import Settings
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import Column, DataFrame, SparkSession
 
 log = logging.getLogger("quicexp.ingest")
 
-LOADED, QUARANTINED, DUPLICATE = "loaded", "quarantined", "duplicate"
+WRITE_THREADS = 3
 
 
 @dataclass
 class IngestSummary:
     day: date
     per_kind: dict[str, dict[str, int]] = field(default_factory=dict)
+    cascaded: list[date] = field(default_factory=list)
+    seconds: float = 0.0
 
     def total(self, key: str) -> int:
         return sum(counts.get(key, 0) for counts in self.per_kind.values())
 
 
-def _read(spark: SparkSession, kind: str, json_files: tuple[str, ...], parquet_files: tuple[str, ...]) -> DataFrame:
+def _read(spark: SparkSession, batches: Batches) -> DataFrame:
+    """Every batch of one kind, parsed into typed columns + ``raw_text`` + ``reason``."""
     from pyspark.sql import functions as F
 
     parts = []
-    if json_files:
-        raw = spark.read.text(list(json_files)).withColumn("source_file", F.input_file_name())
-        parts.append(parse_json_lines(raw, kind))
-    if parquet_files:
-        raw = spark.read.parquet(*parquet_files).withColumn("source_file", F.input_file_name())
-        parts.append(parse_parquet(raw, kind))
-    if not parts:
-        empty = spark.createDataFrame([], "value string, source_file string")
-        return parse_json_lines(empty, kind)
-    out = parts[0]
-    for part in parts[1:]:
-        out = out.unionByName(part)
-    return out
+    if batches.json_files:
+        raw = spark.read.text(list(batches.json_files)).withColumn("source_file", F.input_file_name())
+        parts.append(parse_json_lines(raw, batches.kind))
+    for schema, files in batches.parquet_groups:
+        raw = spark.read.parquet(*files).withColumn("source_file", F.input_file_name())
+        parts.append(parse_parquet(raw, batches.kind, schema))
+    return reduce(lambda a, b: a.unionByName(b), parts)
 
 
-def classify(parsed: DataFrame, previous_ids: DataFrame, kind: str, day: date, settings: Settings) -> DataFrame:
-    """Add ``status`` (loaded / quarantined / duplicate) and the final ``reason``.
-
-    Duplicates are valid rows whose ``event_id`` was already seen: earlier in the same
-    day (first upload wins, ties broken by file name and content) or in bronze from an
-    earlier upload day within the look-back window (``previous_ids``).
-    """
-    from pyspark.sql import Window
+def _classified(spark: SparkSession, settings: Settings, day: date, batches: Batches, earlier: DataFrame) -> DataFrame:
     from pyspark.sql import functions as F
 
     rules = settings.ingest
+    parsed = _read(spark, batches)
     checked = parsed.withColumn(
         "reason",
-        F.coalesce(
-            "reason", semantic_reason(kind, day, rules.lookback_days, rules.future_tolerance_minutes)
-        ),
+        F.coalesce("reason", semantic_reason(batches.kind, day, rules.lookback_days, rules.future_tolerance_minutes)),
     )
-    order = Window.partitionBy("event_id").orderBy("upload_time", "source_file", F.xxhash64("raw_text"))
-    ranked = checked.withColumn(
-        "_rank", F.when(F.col("reason").isNull(), F.row_number().over(order))
-    ).join(previous_ids.withColumn("_seen", F.lit(True)), on="event_id", how="left")
-    status = (
-        F.when(F.col("reason").isNotNull(), F.lit(QUARANTINED))
-        .when((F.col("_rank") > 1) | F.col("_seen").isNotNull(), F.lit(DUPLICATE))
-        .otherwise(F.lit(LOADED))
-    )
-    return (
-        ranked.withColumn("status", status)
-        .withColumn("raw_text", F.when(F.col("status") == QUARANTINED, F.col("raw_text")))
-        .withColumn("event_date", F.to_date("event_time"))
-        .withColumn("upload_date", F.lit(day))
-        .drop("_rank", "_seen")
-    )
+    return dedup.classify(checked, earlier, batches.kind, day)
 
 
-def _previous_ids(spark: SparkSession, table: str, day: date, lookback_days: int) -> DataFrame:
-    """Event ids loaded from earlier upload days that could collide with today's events."""
+def _kinds_with_rows(spark: SparkSession, settings: Settings, day: date, kinds: tuple[str, ...]) -> set[str]:
+    """Kinds whose bronze table holds rows of upload day ``day`` (metadata only: partition pruning)."""
     from pyspark.sql import functions as F
 
-    oldest = F.date_sub(F.lit(day), lookback_days)
-    return (
-        spark.table(table)
-        .where((F.col("event_date") >= oldest) & (F.col("upload_date") < F.lit(day)))
-        .select("event_id")
-        .distinct()
-    )
+    parts = [
+        spark.table(qualified(settings.bronze_schema, kind))
+        .where(F.col("upload_date") == F.lit(day))
+        .select(F.lit(kind).alias("kind"))
+        .limit(1)
+        for kind in kinds
+    ]
+    if not parts:
+        return set()
+    return {r.kind for r in reduce(lambda a, b: a.unionByName(b), parts).collect()}
 
 
-def ingest_kind(spark: SparkSession, settings: Settings, day: date, batches) -> dict[str, int]:
+def _union(frames: list[DataFrame], empty_schema: str, spark: SparkSession) -> DataFrame:
+    if not frames:
+        return spark.createDataFrame([], empty_schema)
+    return reduce(lambda a, b: a.unionByName(b), frames)
+
+
+def _read_error(exc: Exception, day: date) -> LandingError:
+    first = next((line for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
+    return LandingError(f"ingest {day} failed while reading the landing files, nothing was written: {first[:300]}")
+
+
+def run(
+    spark: SparkSession,
+    settings: Settings,
+    day: date,
+    kinds: tuple[str, ...] | None = None,
+    *,
+    cascade: bool = True,
+) -> IngestSummary:
+    """Ingest the upload day ``day`` for every event kind (or ``kinds``); see the module docstring."""
+    from py4j.protocol import Py4JJavaError
     from pyspark import StorageLevel
+    from pyspark.errors import PySparkException
     from pyspark.sql import functions as F
 
-    kind = batches.kind
-    bronze = qualified(settings.bronze_schema, kind)
-    ensure_table(spark, bronze, tables.bronze_struct(kind), ["event_date"])
-    parsed = _read(spark, kind, batches.json_files, batches.parquet_files)
-    previous = _previous_ids(spark, bronze, day, settings.ingest.lookback_days)
-    classified = classify(parsed, previous, kind, day, settings).persist(StorageLevel.MEMORY_AND_DISK)
-    try:
-        this_day = F.col("upload_date") == F.lit(day)
-        loaded = classified.where(F.col("status") == LOADED).select(*tables.bronze_columns(kind))
-        replace_where(loaded, bronze, this_day)
-        quarantine = classified.where(F.col("status") == QUARANTINED).select(
-            F.lit(kind).alias("kind"), "upload_date", "source_file", "event_id", "reason", "raw_text"
-        )
-        replace_where(quarantine, qualified(settings.bronze_schema, "quarantine"), this_day & (F.col("kind") == kind))
-        audit = tables.audit_rows(classified, kind, day)
-        replace_where(audit, qualified(settings.bronze_schema, "ingest_audit"), this_day & (F.col("kind") == kind))
-        totals = audit.agg(*[F.sum(c).alias(c) for c in tables.AUDIT_COUNTS]).first()
-        return {c: int(totals[c] or 0) for c in tables.AUDIT_COUNTS}
-    finally:
-        classified.unpersist()
-
-
-def run(spark: SparkSession, settings: Settings, day: date, kinds: tuple[str, ...] | None = None) -> IngestSummary:
-    """Ingest the upload day ``day`` for every event kind (or ``kinds``)."""
-    kinds = kinds or telemetry.EVENT_KINDS
-    batches = find_batches(settings.landing_root, day, kinds)
+    started = time.monotonic()
+    kinds = tuple(kinds or telemetry.EVENT_KINDS)
+    batches = [b for b in find_batches(settings.landing_root, day, kinds) if not b.empty]
     ensure_schema(spark, settings.bronze_schema)
-    tables.ensure_side_tables(spark, settings.bronze_schema)
-    summary = IngestSummary(day=day)
-    for batch in batches:
-        started = time.monotonic()
-        counts = ingest_kind(spark, settings, day, batch)
-        summary.per_kind[batch.kind] = counts
-        seconds = time.monotonic() - started
-        log.info(
-            "ingest %s %s: read %d, loaded %d, quarantined %d, duplicate %d, late %d in %.1fs (%.0f rows/s)",
-            day, batch.kind, counts["rows_read"], counts["rows_loaded"], counts["rows_quarantined"],
-            counts["rows_duplicate"], counts["rows_late"], seconds, counts["rows_read"] / max(seconds, 1e-9),
-        )
+    tables.ensure_tables(spark, settings, kinds)
+    schema = settings.bronze_schema
+    audit_table = qualified(schema, tables.AUDIT)
+    ledger_table = qualified(schema, tables.LEDGER)
+    this_day = F.col("upload_date") == F.lit(day)
+    mine: Column = this_day & F.col("kind").isin(list(kinds))
+
+    later = dedup.later_ingested_days(spark, settings, day, audit_table) if cascade else []
+    old_ids = spark.table(ledger_table).where(mine).localCheckpoint(eager=True) if later else None
+
+    earlier = dedup.earlier_ids(spark, settings, day).persist(StorageLevel.MEMORY_AND_DISK)
+    classified = {
+        b.kind: _classified(spark, settings, day, b, earlier).persist(StorageLevel.MEMORY_AND_DISK) for b in batches
+    }
+    try:
+        try:
+            audit = [r.asDict() for r in _union(
+                [tables.audit_rows(df, kind, day) for kind, df in classified.items()], tables.AUDIT_DDL, spark
+            ).collect()]
+        except (PySparkException, Py4JJavaError) as exc:  # Spark's wrapping of a corrupt upload's I/O error
+            raise _read_error(exc, day) from None
+        log.info("ingest %s: %d files of %d kinds read and classified in %.1fs",
+                 day, sum(b.files for b in batches), len(batches), time.monotonic() - started)
+
+        stale = _kinds_with_rows(spark, settings, day, tuple(k for k in kinds if k not in classified))
+        writes = [(kind, df.where(F.col("status") == dedup.LOADED).select(*tables.bronze_columns(kind)))
+                  for kind, df in classified.items()]
+        writes += [(kind, spark.createDataFrame([], tables.bronze_struct(kind))) for kind in sorted(stale)]
+        with ThreadPoolExecutor(max_workers=WRITE_THREADS) as pool:
+            list(pool.map(lambda kw: replace_where(kw[1], qualified(schema, kw[0]), this_day), writes))
+
+        quarantine = _union([
+            df.where(F.col("status") == dedup.QUARANTINED).select(
+                F.lit(kind).alias("kind"), "upload_date", "source_file", "event_id", "reason", "raw_text")
+            for kind, df in classified.items()
+        ], tables.QUARANTINE_DDL, spark)
+        replace_where(quarantine, qualified(schema, tables.QUARANTINE), mine)
+        new_ids = _union([dedup.ledger_rows(df, kind) for kind, df in classified.items()], tables.LEDGER_DDL, spark)
+        replace_where(new_ids, ledger_table, mine)
+        replace_where(spark.createDataFrame(audit, tables.side_struct(tables.AUDIT_DDL)), audit_table, mine)
+
+        affected = dedup.affected_later_days(spark, settings, day, old_ids, new_ids, later) if later else []
+    finally:
+        for df in classified.values():
+            df.unpersist()
+        earlier.unpersist()
+
+    summary = IngestSummary(day=day, per_kind=_per_kind(audit), seconds=time.monotonic() - started)
+    _log_summary(summary)
+    for later_day in affected:
+        log.info("ingest %s changed cross-day duplicates of upload day %s: re-ingesting it", day, later_day)
+        run(spark, settings, later_day, kinds, cascade=False)
+        summary.cascaded.append(later_day)
     return summary
+
+
+def _per_kind(audit: list[dict]) -> dict[str, dict[str, int]]:
+    out: dict[str, dict[str, int]] = {}
+    for row in audit:
+        counts = out.setdefault(row["kind"], dict.fromkeys(tables.AUDIT_COUNTS, 0))
+        for key in tables.AUDIT_COUNTS:
+            counts[key] += int(row[key])
+    return out
+
+
+def _log_summary(summary: IngestSummary) -> None:
+    for kind, c in sorted(summary.per_kind.items()):
+        log.info("ingest %s %s: read %d, loaded %d, quarantined %d, duplicate %d, late %d",
+                 summary.day, kind, c["rows_read"], c["rows_loaded"], c["rows_quarantined"],
+                 c["rows_duplicate"], c["rows_late"])
+    read = summary.total("rows_read")
+    log.info("ingest %s: %d rows in %.1fs (%.0f rows/s)", summary.day, read, summary.seconds,
+             read / max(summary.seconds, 1e-9))

@@ -4,16 +4,20 @@ The rules (docs/ingestion.md):
 
 * a line that is not JSON is ``malformed_json``; JSON that is not an object, ``not_an_object``;
 * a required field that is absent or null is ``missing_field:<name>``;
-* a present field of the wrong JSON type is ``wrong_type:<name>`` (no silent casts: the
-  string ``"123"`` is not a long). Unknown extra fields are ignored, so newer clients that
-  add fields keep loading (schema evolution is additive, by a new schema version);
+* a present field of the wrong type is ``wrong_type:<name>`` (no silent casts: the JSON
+  string ``"123"`` is not a long; a Parquet column of an incompatible type flags every row
+  that carries a value in it). Unknown extra fields are ignored, so newer clients that add
+  fields keep loading (schema evolution is additive, by a new schema version);
 * ``schema_version`` other than the supported one is ``unsupported_schema_version``;
   an ``event_type`` that does not match the folder is ``wrong_event_type``;
-* an event time later than its upload time plus the tolerance is ``clock_skew_future``; one
-  more than the look-back window before its upload day is ``too_late``.
+* clock skew and lateness, on the window ``[upload day − lookback days, upload time +
+  tolerance]``: an event time after its upload time plus the tolerance is
+  ``clock_skew_future``; an event date more than ``lookback_days`` before its upload day is
+  ``too_late``. Neither is corrected: a skewed client clock cannot be told from a real
+  time, so the row is kept with its raw text for inspection instead of being guessed at.
 
-Validation uses Spark 4's VARIANT functions, so each line is parsed once and every field's
-JSON type is inspected without a second parser.
+JSON validation uses Spark 4's VARIANT functions, so each line is parsed once and every
+field's JSON type is inspected without a second parser.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from typing import TYPE_CHECKING
 from quicexp import telemetry
 
 if TYPE_CHECKING:
+    import pyarrow as pa
     from pyspark.sql import Column, DataFrame
 
 SPARK_TYPES = {
@@ -82,17 +87,49 @@ def parse_json_lines(raw: DataFrame, kind: str) -> DataFrame:
     return parsed.select("raw_text", "source_file", *typed, F.coalesce(*reasons).alias("reason"))
 
 
-def parse_parquet(df: DataFrame, kind: str) -> DataFrame:
-    """Parquet batches arrive typed: conform columns, keep a JSON rendering for quarantine."""
+def arrow_compatible(expected: str, actual: pa.DataType) -> bool:
+    """Whether a Parquet column of Arrow type ``actual`` may hold a field of vocabulary type ``expected``.
+
+    Only lossless conversions: integers widen to double, any timestamp unit is a timestamp.
+    """
+    import pyarrow as pa
+
+    t = pa.types
+    if t.is_dictionary(actual):
+        actual = actual.value_type
+    checks = {
+        "string": lambda: t.is_string(actual) or t.is_large_string(actual),
+        "long": lambda: t.is_integer(actual),
+        "double": lambda: t.is_floating(actual) or t.is_integer(actual),
+        "boolean": lambda: t.is_boolean(actual),
+        "timestamp": lambda: t.is_timestamp(actual),
+        "map<string,string>": lambda: t.is_map(actual)
+        and arrow_compatible("string", actual.key_type)
+        and arrow_compatible("string", actual.item_type),
+    }
+    return t.is_null(actual) or checks[expected]()
+
+
+def parse_parquet(df: DataFrame, kind: str, file_schema: pa.Schema) -> DataFrame:
+    """Conform Parquet files that share ``file_schema`` to ``kind``; keep a JSON rendering for quarantine.
+
+    An absent required column is ``missing_field``; a column of an incompatible type is
+    ``wrong_type`` for every row that has a value there (its value is not cast).
+    """
     from pyspark.sql import functions as F
 
-    present = set(df.columns)
+    present = {f.name: f.type for f in file_schema}
     reasons: list[Column] = []
     typed = []
     for f in telemetry.fields(kind):
         spark_type = SPARK_TYPES[f.type]
-        if f.name in present:
+        if f.name in present and arrow_compatible(f.type, present[f.name]):
             typed.append(F.col(f.name).cast(spark_type).alias(f.name))
+            if not f.nullable:
+                reasons.append(F.when(F.col(f.name).isNull(), F.lit(f"missing_field:{f.name}")))
+        elif f.name in present:
+            typed.append(F.lit(None).cast(spark_type).alias(f.name))
+            reasons.append(F.when(F.col(f.name).isNotNull(), F.lit(f"wrong_type:{f.name}")))
             if not f.nullable:
                 reasons.append(F.when(F.col(f.name).isNull(), F.lit(f"missing_field:{f.name}")))
         else:
