@@ -54,13 +54,15 @@ MSS = 1350  # payload bytes per packet
 
 
 def sample_platform_network(
-    rng: np.random.Generator, n: int, platform_shares: np.ndarray | None = None
+    rng: np.random.Generator, n: int, platform_shares: np.ndarray | None = None, network_shares: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
     """Platform and network-type codes (int8) of ``n`` clients."""
     shares = PLATFORM_SHARES if platform_shares is None else platform_shares
     platform = rng.choice(len(PLATFORMS), size=n, p=shares / shares.sum()).astype(np.int8)
     u = rng.random(n)
     cdf = np.where(MOBILE[platform][:, None], np.cumsum(NET_GIVEN_MOBILE), np.cumsum(NET_GIVEN_DESKTOP))
+    if network_shares is not None:
+        cdf = np.broadcast_to(np.cumsum(network_shares / network_shares.sum()), cdf.shape)
     net = (u[:, None] >= cdf[:, :-1]).sum(axis=1).astype(np.int8)
     return platform, net
 

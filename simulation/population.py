@@ -15,7 +15,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from simulation.hashing import hash2, str_key
-from simulation.network import PLATFORMS, sample_client_networks, sample_platform_network
+from simulation.network import (
+    NETWORK_TYPES,
+    PLATFORMS,
+    sample_client_networks,
+    sample_platform_network,
+)
 
 BLOCK = 50_000
 APP_VERSIONS = ("126.0.6478", "127.0.6533", "128.0.6613")
@@ -43,8 +48,19 @@ def block_count(clients: int) -> int:
     return (clients + BLOCK - 1) // BLOCK
 
 
-def make_block(seed: int, block: int, clients: int, sessions_per_day: float, platform_shares: dict | None = None) -> Population:
-    """Clients ``block*BLOCK .. min(clients, (block+1)*BLOCK)`` of the population of ``seed``."""
+def make_block(
+    seed: int,
+    block: int,
+    clients: int,
+    sessions_per_day: float,
+    platform_shares: dict | None = None,
+    factors: tuple[float, float, float] = (1.0, 1.0, 1.0),
+    network_shares: dict | None = None,
+) -> Population:
+    """Clients ``block*BLOCK .. min(clients, (block+1)*BLOCK)`` of the population of ``seed``.
+
+    ``factors`` scale the fleet's (RTT, bandwidth, loss) for scenarios set on other networks.
+    """
     lo, hi = block * BLOCK, min(clients, (block + 1) * BLOCK)
     if lo >= hi:
         raise ValueError(f"block {block} is empty for {clients} clients")
@@ -54,11 +70,17 @@ def make_block(seed: int, block: int, clients: int, sessions_per_day: float, pla
     shares = None
     if platform_shares:
         shares = np.array([platform_shares.get(p, 0.0) for p in PLATFORMS], dtype=float)
-    platform, net = sample_platform_network(rng, n, shares)
+    nshares = None
+    if network_shares:
+        nshares = np.array([network_shares.get(t, 0.0) for t in NETWORK_TYPES], dtype=float)
+    platform, net = sample_platform_network(rng, n, shares, nshares)
     version = rng.choice(len(APP_VERSIONS), size=n, p=APP_VERSION_SHARES).astype(np.int8)
     activity = sessions_per_day * np.exp(1.0 * rng.standard_normal(n))
     zero_rtt_p = rng.beta(6.0, 2.0, size=n)
     network = sample_client_networks(rng, platform, net)
+    network["rtt_ms"] = network["rtt_ms"] * factors[0]
+    network["bw_kbps"] = network["bw_kbps"] * factors[1]
+    network["loss"] = np.minimum(network["loss"] * factors[2], 0.2)
     return Population(
         index=index,
         client_u64=hash2(index.astype(np.uint64), str_key("quicexp-client", seed)),

@@ -66,6 +66,8 @@ def generate_block(
         scenario.population.clients,
         scenario.population.sessions_per_day,
         scenario.population.platform_shares,
+        (scenario.population.rtt_factor, scenario.population.bandwidth_factor, scenario.population.loss_factor),
+        scenario.population.network_shares,
     )
     arms = arm_matrix(scenario, pop.client_u64, day)
     for exp_id, arm_name in (force_arms or {}).items():

@@ -90,7 +90,13 @@ class Experiment(_Strict):
 class Population(_Strict):
     clients: int = Field(20_000, ge=1, le=200_000_000)
     platform_shares: dict[Literal["Windows", "Android", "macOS", "iOS", "Linux"], float] | None = None
+    network_shares: dict[Literal["ethernet", "wifi", "cellular"], float] | None = Field(
+        None, description="P(network type), replacing the per-platform defaults"
+    )
     sessions_per_day: float = Field(1.5, gt=0, le=100, description="median sessions per client-day")
+    rtt_factor: float = Field(1.0, gt=0, description="scales every client's base RTT")
+    bandwidth_factor: float = Field(1.0, gt=0, description="scales every client's bandwidth")
+    loss_factor: float = Field(1.0, gt=0, description="scales every client's loss rate")
 
 
 class HttpWorkload(_Strict):
@@ -110,11 +116,10 @@ class VideoWorkload(_Strict):
     playbacks_per_session: float = Field(1.5, gt=0)
     chunk_seconds: float = Field(4.0, gt=0)
     max_chunks: int = Field(60, ge=2, le=400)
-
-
-class MultipathWorkload(_Strict):
-    chunk_bytes: int = Field(1_000_000, ge=10_000)
-    chunks_per_session: float = Field(8.0, gt=0)
+    watch_median_seconds: float = Field(150.0, gt=0)
+    fixed_chunk_bytes: int | None = Field(None, ge=10_000, description="short-video style fixed-size chunks")
+    two_paths: bool = Field(False, description="devices have a second access network (multipath)")
+    connection_per_chunk: bool = Field(False, description="report one connections event per chunk request")
 
 
 class Workloads(_Strict):
@@ -122,7 +127,6 @@ class Workloads(_Strict):
     search: SearchWorkload = SearchWorkload()
     page: PageWorkload = PageWorkload()
     video: VideoWorkload = VideoWorkload()
-    multipath: MultipathWorkload = MultipathWorkload()
     header_compression: bool = False
 
 

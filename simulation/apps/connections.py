@@ -25,6 +25,7 @@ def aggregate_connections(
     handshake_ms: np.ndarray,
     zero_rtt: np.ndarray,
     tp: TransportArrays,
+    scheduler: np.ndarray | None = None,
 ) -> EventBatch:
     """Aggregate per-transfer arrays (all the same length) into one event per distinct ``conn_u64``."""
     uniq, first, inv = np.unique(conn_u64, return_index=True, return_inverse=True)
@@ -39,6 +40,7 @@ def aggregate_connections(
     min_rtt = np.full(k, np.inf)
     np.minimum.at(min_rtt, inv, tr["min_rtt_ms"])
     tpc = tp.take(first)
+    sched = np.zeros(k, dtype=np.int8) if scheduler is None else scheduler[first].astype(np.int8)
     cols = {
         "connection_id": uniq,
         "srtt_ms": tr["srtt_ms"][last],
@@ -56,7 +58,7 @@ def aggregate_connections(
         "bytes_received": total(request_bytes).astype(np.int64),
         "cwnd_bytes": tr["cwnd_bytes"][last],
         "delivery_rate_kbps": tr["rate_kbps"][last],
-        "path_count": np.ones(k, dtype=np.int64),
-        "scheduler": np.zeros(k, dtype=np.int8),
+        "path_count": np.where(sched > 0, 2, 1).astype(np.int64),
+        "scheduler": sched,
     }
     return EventBatch("connections", session[first], end_ms[last], cols)

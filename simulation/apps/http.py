@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from simulation.apps import headers
 from simulation.apps.common import (
     EventBatch,
     connection_u64,
@@ -26,7 +27,6 @@ from simulation.apps.common import (
     lognormal,
     ragged_index,
 )
-from simulation.apps import headers
 from simulation.apps.connections import aggregate_connections
 from simulation.population import Population
 from simulation.scenario import HttpWorkload

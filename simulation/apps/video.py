@@ -30,6 +30,8 @@ from simulation.apps.common import (
     ragged_index,
 )
 from simulation.apps.connections import aggregate_connections
+from simulation.multipath import multipath_transfer
+from simulation.network import NETWORK_TYPES
 from simulation.population import Population
 from simulation.scenario import VideoWorkload
 from simulation.sessions import Sessions
@@ -41,7 +43,6 @@ AUDIO_LOW_KBPS = 48.0  # audio rendition paired with sub-1 Mbit/s video
 SAFE_BUFFER_S = 10.0
 FADING_SIGMA = 0.5  # chunk-to-chunk bandwidth variation (log-normal)
 BUFFER_S = 30.0
-WATCH_MEDIAN_S = 150.0
 DECODE_MS = 80.0
 OTHER_SHARE_MEDIAN = 0.07  # other requests in flight per chunk, relative to the chunk
 OTHER_REQUESTS = 1.0  # prefetches, thumbnails, ads, stats pings in flight per chunk
@@ -73,7 +74,7 @@ def video_events(
     s_pb = sidx[gp]
     npb = len(s_pb)
     tp_pb = tp_client.take(sess.client[s_pb])
-    watch_ms = np.clip(lognormal(rng, WATCH_MEDIAN_S * 1000.0, 1.0, npb), chunk_ms, cfg.max_chunks * chunk_ms)
+    watch_ms = np.clip(lognormal(rng, cfg.watch_median_seconds * 1000.0, 1.0, npb), chunk_ms, cfg.max_chunks * chunk_ms)
     nchunks = np.ceil(watch_ms / chunk_ms).astype(np.int64)
     kmax = int(nchunks.max()) if npb else 0
     buffer_chunks = max(1, int(BUFFER_S * 1000.0 / chunk_ms))
@@ -99,7 +100,8 @@ def video_events(
         m = len(a)
         buffered = (play[a, k - 1] + chunk_ms - done_prev[a]) / 1000.0 if k else np.zeros(m)
         rate = choose_bitrate(est[a], buffered)
-        size = (rate * chunk_ms / 8.0 * np.exp(0.15 * rng.standard_normal(m))).round()
+        vbr = np.exp(0.15 * rng.standard_normal(m))
+        size = (vbr * (cfg.fixed_chunk_bytes if cfg.fixed_chunk_bytes else rate * chunk_ms / 8.0)).round()
         net = {key: v[s] for key, v in sess.net.items()}
         net["bw_kbps"] = net["bw_kbps"] * np.exp(FADING_SIGMA * rng.standard_normal(m))
         net["loss"] = np.minimum(net["loss"] * np.exp(0.5 * rng.standard_normal(m)), 0.2)
@@ -107,15 +109,22 @@ def video_events(
         audio = np.where(rate < 1000.0, AUDIO_LOW_KBPS, AUDIO_KBPS) * chunk_ms / 8.0
         other = rng.poisson(OTHER_REQUESTS, m) * lognormal(rng, OTHER_SHARE_MEDIAN, 0.8, m) * size
         new = np.full(m, k == 0) & pooled_new[a]
-        tr = transfer(rng, size, net, tp, warm=~new, interleaved_bytes=audio + other)
+        # a full buffer pauses downloads; after an idle longer than the RTO the window restarts
+        # from the initial window (slow-start restart, RFC 5681 §4.1)
+        room_at = play[a, k - buffer_chunks] + chunk_ms if k >= buffer_chunks else np.zeros(m)
+        idle = (room_at - done_prev[a]) > np.maximum(200.0, 3.0 * net["rtt_ms"])
+        cold = new | idle
+        if cfg.two_paths:
+            tr = multipath_transfer(rng, size, net, tp, ~cold, buffered, interleaved_bytes=audio + other)
+        else:
+            tr = transfer(rng, size, net, tp, warm=~cold, interleaved_bytes=audio + other)
         dl = tr["time_ms"] + (hs_pb[a] if k == 0 else 0.0)
         if k == 0:
             done = dl
             play[a, 0] = done
             first_frame[a] = done
         else:
-            room = play[a, k - buffer_chunks] + chunk_ms if k >= buffer_chunks else 0.0
-            done = np.maximum(done_prev[a], room) + dl
+            done = np.maximum(done_prev[a], room_at) + dl
             due = play[a, k - 1] + chunk_ms
             stall = np.maximum(0.0, done - due)
             play[a, k] = np.maximum(due, done)
@@ -155,10 +164,45 @@ def video_events(
             "media_bytes": media_bytes.astype(np.int64),
         },
     )
-    del k_of
     hs = np.where(new, hs_pb[pb], 0.0)
-    conns = aggregate_connections(
-        conn_pb[pb], s_pb[pb], start[pb] + done_at.astype(np.int64), tr, tr["time_ms"] + hs, size,
-        np.full(len(pb), 400.0), hs, zr_pb[pb] & new, tp_pb.take(pb),
+    end = start[pb] + done_at.astype(np.int64)
+    out = {"video_playbacks": playbacks}
+    if cfg.connection_per_chunk:  # one request-level record per chunk (close delay = completion)
+        conn = connection_u64(sess.session_u64[s_pb[pb]], (pb_pos[pb] << 16) + k_of, "video-chunk")
+    else:
+        conn = conn_pb[pb]
+    tpc = tp_pb.take(pb)
+    out["connections"] = aggregate_connections(
+        conn, s_pb[pb], end, tr, tr["time_ms"] + hs, size, np.full(len(pb), 400.0), hs, zr_pb[pb] & new, tpc, tpc.multipath
     )
-    return {"video_playbacks": playbacks, "connections": conns}
+    if cfg.two_paths and cfg.connection_per_chunk:
+        out["multipath_paths"] = path_events(conn, s_pb[pb], end, tr, pop.net[sess.client[s_pb[pb]]], tpc.multipath > 0)
+    return out
+
+
+def path_events(
+    conn: np.ndarray, session: np.ndarray, end_ms: np.ndarray, tr: dict[str, np.ndarray], net1: np.ndarray, mp: np.ndarray
+) -> EventBatch:
+    """Two ``multipath_paths`` rows (primary, secondary) per multipath chunk download."""
+    idx = np.flatnonzero(mp)
+    both = np.concatenate([idx, idx])
+    path = np.repeat([0, 1], len(idx))
+    other_net = np.where(net1[idx] == NETWORK_TYPES.index("cellular"), NETWORK_TYPES.index("wifi"), NETWORK_TYPES.index("cellular"))
+
+    def pick(key: str) -> np.ndarray:
+        return np.concatenate([tr["p1_" + key][idx], tr["p2_" + key][idx]])
+
+    return EventBatch(
+        "multipath_paths",
+        session[both],
+        end_ms[both],
+        {
+            "connection_id": conn[both],
+            "path_id": path.astype(np.int64),
+            "path_network_type": np.concatenate([net1[idx], other_net]).astype(np.int8),
+            "srtt_ms": pick("srtt_ms"),
+            "bytes": pick("bytes").astype(np.int64),
+            "reinjected_bytes": pick("reinjected").astype(np.int64),
+            "packets_lost": pick("lost").astype(np.int64),
+        },
+    )
