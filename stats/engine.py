@@ -147,7 +147,10 @@ def _quantile_arms(
     z: float,
     s: AnalysisSettings,
 ) -> tuple[ArmEstimate, ArmEstimate, np.ndarray]:
-    """Control and treatment quantile estimates of the rows ``m``, and the grid flag."""
+    """Control and treatment quantile estimates of the rows ``m``, and grid flag bits.
+
+    Bit 1: the grid did not cover the window (extrapolated); bit 2: the window was widened.
+    """
     names = ("n_units", "quantile_p", "quantile_value", "n_events", "sum_s", "sum_s2",
              "sum_n", "sum_n2", "sum_sn")  # fmt: skip
     arms = []
@@ -157,7 +160,9 @@ def _quantile_arms(
             *(_col(pairs, c, side, m) for c in names), grid_p[rid], grid_value[rid]
         )
         arms.append(quantile_arm(q, z, s.quantile_window))
-    return arms[0].arm, arms[1].arm, arms[0].grid_extrapolated | arms[1].grid_extrapolated
+    flag = np.where(arms[0].grid_extrapolated | arms[1].grid_extrapolated, 1, 0)
+    flag |= np.where(arms[0].window_widened | arms[1].window_widened, 2, 0)
+    return arms[0].arm, arms[1].arm, flag
 
 
 def _has_covariates(pairs: pd.DataFrame, kind: str, s: AnalysisSettings) -> np.ndarray:
@@ -176,7 +181,7 @@ def _compute(
     cols: dict[str, np.ndarray] = {
         "cuped_theta": np.full(rows, np.nan),
         "cuped_variance_reduction": np.full(rows, np.nan),
-        "_grid_flag": np.zeros(rows, bool),
+        "_grid_flag": np.zeros(rows, np.int64),
         "_cuped": np.zeros(rows, bool),
     }
     z = float(sps.norm.ppf(1 - s.alpha / 2))
@@ -246,7 +251,8 @@ def _finish(res: pd.DataFrame, s: AnalysisSettings) -> pd.DataFrame:
         "srm_segment": res["_srm_segment"].to_numpy(bool),
         "cuped": res["_cuped"].to_numpy(bool),
         "fieller_unbounded": res["rel_unbounded"].to_numpy(bool),
-        "quantile_grid_extrapolated": res["_grid_flag"].to_numpy(bool),
+        "quantile_grid_extrapolated": (res["_grid_flag"].to_numpy() & 1).astype(bool),
+        "quantile_window_widened": (res["_grid_flag"].to_numpy() & 2).astype(bool),
         "not_computable": nonfinite,
     }
     text = np.full(len(res), "", dtype=object)

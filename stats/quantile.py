@@ -46,11 +46,14 @@ class QuantileArm:
         arm: estimate q_hat and Var(q_hat).
         grid_extrapolated: True where p -/+ h was outside the grid.
         design_effect: sigma_F^2 / sigma_iid^2 (1 for independent events).
+        window_widened: True where Q was flat over the window (binned or discrete values)
+            and the slope was read over the widest symmetric window of the grid.
     """
 
     arm: ArmEstimate
     grid_extrapolated: npt.NDArray[np.bool_]
     design_effect: Arr
+    window_widened: npt.NDArray[np.bool_]
 
 
 def interpolate_grid(
@@ -106,10 +109,30 @@ def quantile_arm(
         sigma_iid = np.sqrt(p * (1 - p) / n_events)
         var_f = stat.fraction_unit_variance() / stat.n
     h = z * (np.sqrt(np.maximum(var_f, sigma_iid**2)) if window == "clustered" else sigma_iid)
+    slope, extrapolated = _slope(stat, p, h)
+    # A flat quantile function over the window (values binned or discrete, so Q(p - h) and
+    # Q(p + h) fall in one bin) would give se = 0. Read the slope over the widest symmetric
+    # window the grid offers instead, and flag it; still flat -> variance NaN (no estimate).
+    gp = np.atleast_2d(np.asarray(stat.grid_p, dtype=float))
+    finite = np.isfinite(gp)
+    lo, hi = np.where(finite, gp, np.inf).min(axis=1), np.where(finite, gp, -np.inf).max(axis=1)
+    h_wide = np.minimum(p - lo, hi - p)
+    widened = ~(slope > 0) & (h_wide > h)
+    if widened.any():
+        slope_wide, _ = _slope(stat, p, np.where(widened, h_wide, h))
+        slope = np.where(widened, slope_wide, slope)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        design_effect = var_f / sigma_iid**2
+    variance = np.where(slope > 0, slope * slope * var_f, np.nan)
+    arm = ArmEstimate(stat.estimate(), variance, stat.n)
+    return QuantileArm(arm, extrapolated, design_effect, widened)
+
+
+def _slope(
+    stat: QuantileStatistic, p: npt.NDArray[np.float64], h: npt.ArrayLike
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.bool_]]:
+    """Central-difference slope (Q(p + h) - Q(p - h)) / 2h on the grid, and extrapolation."""
     q_lo, ext_lo = interpolate_grid(stat.grid_p, stat.grid_value, p - h)
     q_hi, ext_hi = interpolate_grid(stat.grid_p, stat.grid_value, p + h)
     with np.errstate(divide="ignore", invalid="ignore"):
-        slope = (q_hi - q_lo) / (2 * h)
-        design_effect = var_f / sigma_iid**2
-    arm = ArmEstimate(stat.estimate(), slope * slope * var_f, stat.n)
-    return QuantileArm(arm, ext_lo | ext_hi, design_effect)
+        return (q_hi - q_lo) / (2 * np.asarray(h, dtype=float)), ext_lo | ext_hi

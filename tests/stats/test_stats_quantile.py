@@ -82,3 +82,36 @@ def test_iid_window_needs_only_a_narrow_grid_and_agrees_to_first_order(rng):
     assert np.sqrt(iid.arm.variance[0]) == pytest.approx(
         np.sqrt(clustered.arm.variance[0]), rel=0.15
     )
+
+
+def _with_grid(stat, grid_value):
+    names = (
+        "n",
+        "p",
+        "quantile_value",
+        "n_events",
+        "sum_s",
+        "sum_s2",
+        "sum_n",
+        "sum_n2",
+        "sum_sn",
+        "grid_p",
+    )
+    return QuantileStatistic(*(getattr(stat, f) for f in names), np.asarray(grid_value, float))
+
+
+def test_flat_window_from_binned_values_is_widened_then_flagged(rng):
+    units = [rng.normal(u, 0.5, 8) for u in rng.normal(0, 1, 3000)]
+    stat = _reduce(units, 0.5)
+    gv = np.array(stat.grid_value, float)
+    binned = gv.copy()
+    binned[1:-1] = gv[len(gv) // 2]  # every inner grid point in the bin of q_hat
+    arm = quantile_arm(_with_grid(stat, binned), Z, window="iid")  # window inside the flat part
+    assert arm.window_widened[0]
+    expected = (gv[-1] - gv[0]) / (stat.grid_p[-1] - stat.grid_p[0])
+    assert np.sqrt(arm.arm.variance[0]) == pytest.approx(
+        expected * np.sqrt(stat.fraction_unit_variance() / stat.n)
+    )
+    flat = quantile_arm(_with_grid(stat, np.full_like(gv, gv[0])), Z, window="iid")
+    assert np.isnan(flat.arm.variance[0])
+    assert not quantile_arm(stat, Z).window_widened[0]
