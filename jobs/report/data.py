@@ -43,10 +43,11 @@ class ReportData:
 
     Attributes:
         experiment: the registry entry (title, arms, split, start date).
-        day: the logical day (results as of this date).
+        day: the logical day (results as of this date). The arms' values in the scorecard are
+            the stats engine's estimates (value_control / value_treatment), computed from the
+            same sufficient statistics as gold.metric_values_to_date, so that mart is not read.
         results: gold.experiment_results rows of this experiment with as_of_date <= day.
         daily_values: gold.metric_values_daily rows (event_date <= day), or None.
-        values_to_date: gold.metric_values_to_date rows at as_of_date == day, or None.
         quality: ingest-audit totals, or None.
         missing: source name -> why it is not available (shown in the report's footer).
     """
@@ -55,7 +56,6 @@ class ReportData:
     day: date
     results: pd.DataFrame
     daily_values: pd.DataFrame | None = None
-    values_to_date: pd.DataFrame | None = None
     quality: IngestQuality | None = None
     missing: dict[str, str] = field(default_factory=dict)
 

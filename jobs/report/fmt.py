@@ -49,7 +49,7 @@ def number(value: float, decimals: int | None = None, signed: bool = False) -> s
 
 
 def with_unit(text: str, unit: str) -> str:
-    """"98" + "ms" -> "98 ms"; "5.2" + "%" -> "5.2%"."""
+    """ "98" + "ms" -> "98 ms"; "5.2" + "%" -> "5.2%"."""
     if text == MISSING or not unit:
         return text
     return f"{text}%" if unit == "%" else f"{text} {unit}"
@@ -72,7 +72,7 @@ def value_text(value: float, disp: MetricDisplay) -> str:
 
 
 def segment_label(segment_type: str, segment_value: str) -> str:
-    """"overall"/"all" -> "overall"; "Windows|100-200ms" -> "Windows, 100-200ms"."""
+    """ "overall"/"all" -> "overall"; "Windows|100-200ms" -> "Windows, 100-200ms"."""
     if segment_type == "overall":
         return "overall"
     return ", ".join(str(segment_value).split("|"))
@@ -118,7 +118,7 @@ class Effect:
 def _interval(lo: float, hi: float, decimals: int, scale: float = 1.0) -> str:
     if is_missing(lo) or is_missing(hi):
         return MISSING
-    return f"[{number(lo * scale, decimals, True)}, {number(hi * scale, decimals, True)}]"
+    return f"[{number(float(lo) * scale, decimals, True)}, {number(float(hi) * scale, decimals, True)}]"
 
 
 def _pct_interval(lo: float, hi: float) -> str:
@@ -127,25 +127,33 @@ def _pct_interval(lo: float, hi: float) -> str:
     return f"[{percent(lo)}, {percent(hi)}]"
 
 
+def as_float(value: Any) -> float:
+    """``value`` as a float, NaN when it is missing or not a number."""
+    return math.nan if is_missing(value) else float(value)
+
+
 def effect(row: Any) -> Effect:
     """Format one results row (a namedtuple or mapping with the stats engine's columns)."""
     get = row.get if isinstance(row, dict) else lambda k: getattr(row, k, None)
     disp = display(get("metric"))
     s = disp.scale
-    lo, hi = get("ci_abs_lower"), get("ci_abs_upper")
-    width = (float(hi) - float(lo)) / 2 * s if not (is_missing(lo) or is_missing(hi)) else math.nan
-    decimals = decimals_for(width) if not is_missing(width) else decimals_for(abs(float(get("delta_abs") or 0) * s), 2)
-    delta = get("delta_abs")
-    mde_abs, mde_rel = get("mde_abs"), get("mde_rel")
+    lo, hi, delta = (
+        as_float(get("ci_abs_lower")),
+        as_float(get("ci_abs_upper")),
+        as_float(get("delta_abs")),
+    )
+    width = (hi - lo) / 2 * s
+    decimals = decimals_for(width) if not is_missing(width) else decimals_for(abs(delta * s), 2)
+    mde_abs, mde_rel = as_float(get("mde_abs")), get("mde_rel")
     mde = MISSING
     if not is_missing(mde_abs):
-        mde = "±" + with_unit(number(float(mde_abs) * s, decimals_for(float(mde_abs) * s)), disp.abs_unit)
+        mde = "±" + with_unit(number(mde_abs * s, decimals_for(mde_abs * s)), disp.abs_unit)
         if not is_missing(mde_rel):
             mde += f" (±{percent(mde_rel, signed=False)})"
     return Effect(
         label=metric_label(get("metric"), get("quantile_p")),
         segment=segment_label(get("segment_type"), get("segment_value")),
-        delta=with_unit(number(float(delta) * s if not is_missing(delta) else delta, decimals, True), disp.abs_unit),
+        delta=with_unit(number(delta * s, decimals, True), disp.abs_unit),
         rel=percent(get("delta_rel")),
         ci=_interval(lo, hi, decimals, s),
         rel_ci=_pct_interval(get("ci_rel_lower"), get("ci_rel_upper")),
@@ -156,7 +164,7 @@ def effect(row: Any) -> Effect:
 
 
 def verdict(significant: bool, delta: float, metric: str) -> str:
-    """"better", "worse", "higher"/"lower" (no preferred direction) or "no significant difference"."""
+    """ "better", "worse", "higher"/"lower" (no preferred direction) or "no significant difference"."""
     if not significant or is_missing(delta) or float(delta) == 0:
         return "no significant difference"
     up = float(delta) > 0

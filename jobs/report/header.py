@@ -64,12 +64,14 @@ def srm_verdict(today: pd.DataFrame) -> tuple[bool, float, list[str]]:
     overall = today[today["segment_type"] == "overall"]["srm_p_value"].dropna()
     p = float(overall.min()) if len(overall) else float("nan")
     seg = today[flags.map(lambda f: "srm_segment" in f) & (today["segment_type"] != "overall")]
-    segments = sorted({f"{t}={v}" for t, v in zip(seg["segment_type"], seg["segment_value"], strict=True)})
+    segments = sorted(
+        {f"{t}={v}" for t, v in zip(seg["segment_type"], seg["segment_value"], strict=True)}
+    )
     return failed, p, segments
 
 
 def quality_line(data: ReportData) -> str:
-    """"Data quality (uploads 2026-06-15 … 2026-06-17): 1,234,567 rows; 0.10% quarantined, …"."""
+    """ "Data quality (uploads 2026-06-15 … 2026-06-17): 1,234,567 rows; 0.10% quarantined, …"."""
     q = data.quality
     if q is None:
         why = data.missing.get("ingest_audit", "no ingest audit")
@@ -78,7 +80,11 @@ def quality_line(data: ReportData) -> str:
         return f"Data quality (uploads {q.first_day} … {q.last_day}): no rows ingested."
     rates = ", ".join(
         f"{percent(q.rate(n), signed=False)} {what}"
-        for n, what in ((q.rows_quarantined, "quarantined"), (q.rows_duplicate, "duplicates"), (q.rows_late, "late"))
+        for n, what in (
+            (q.rows_quarantined, "quarantined"),
+            (q.rows_duplicate, "duplicates"),
+            (q.rows_late, "late"),
+        )
     )
     return f"Data quality (uploads {q.first_day} … {q.last_day}): {number(q.rows_read, 0)} rows read; {rates}."
 
@@ -93,7 +99,9 @@ def build_header(data: ReportData) -> Header:
             is_control=a.is_control,
             expected_share=percent(a.share, signed=False),
             units=number(units[a.name], 0) if a.name in units else MISSING,
-            observed_share=percent(units[a.name] / total, signed=False) if a.name in units and total else MISSING,
+            observed_share=percent(units[a.name] / total, signed=False)
+            if a.name in units and total
+            else MISSING,
         )
         for a in exp.arms
     ]

@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from jobs.delta_io import ensure_schema, ensure_table, qualified, replace_where
-from jobs.report.load import load_report_data
+from jobs.report.load import load_experiment, load_report_data
 from jobs.report.render import RenderedReport, render
 from quicexp.config import Settings
-from quicexp.registry import Registry, load_registry
+from quicexp.registry import Registry
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -37,7 +37,9 @@ class ReportPaths:
     markdown: Path
 
 
-def write_files(settings: Settings, experiment_id: str, day: date, report: RenderedReport) -> ReportPaths:
+def write_files(
+    settings: Settings, experiment_id: str, day: date, report: RenderedReport
+) -> ReportPaths:
     out_dir = settings.reports_dir / experiment_id
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = ReportPaths(out_dir / f"{day.isoformat()}.html", out_dir / f"{day.isoformat()}.md")
@@ -60,14 +62,22 @@ def write_lake(spark: SparkSession, settings: Settings, experiment_id: str, titl
     row = (experiment_id, day, title, report.trustworthy, report.significant, report.markdown, report.html,
            str(paths.html))  # fmt: skip
     frame = spark.createDataFrame([row], struct)
-    replace_where(frame, table, (F.col("experiment_id") == experiment_id) & (F.col("as_of_date") == F.lit(day)))
+    replace_where(
+        frame,
+        table,
+        (F.col("experiment_id") == experiment_id) & (F.col("as_of_date") == F.lit(day)),
+    )
 
 
 def run(spark: SparkSession, settings: Settings, day: date, experiment_id: str,
         registry: Registry | None = None) -> ReportPaths:  # fmt: skip
-    """Write the report of ``experiment_id`` as of ``day``; returns the file paths."""
+    """Write the report of ``experiment_id`` as of ``day``; returns the file paths.
+
+    The experiment's arms and split are those the pipeline published (bronze.experiment_arms),
+    or ``registry``'s when given. Raises ConfigError (one line) when there are no results.
+    """
     started = time.monotonic()
-    experiment = (registry or load_registry()).get(experiment_id)
+    experiment = load_experiment(spark, settings, experiment_id, registry)
     data = load_report_data(spark, settings, day, experiment)
     loaded = time.monotonic()
     log.info("report %s %s: %d result rows over %d as-of dates loaded in %.1fs%s", experiment_id, day,

@@ -1,7 +1,7 @@
 """Read one report's inputs from the lake into a :class:`ReportData` (the only Spark in the report).
 
-gold.experiment_results is required; gold.metric_values_daily, gold.metric_values_to_date and
-bronze.ingest_audit are optional: a missing table or column is recorded in ``ReportData.missing``
+gold.experiment_results is required; gold.metric_values_daily and bronze.ingest_audit are
+optional: a missing table or column is recorded in ``ReportData.missing``
 and the section says "not available". Every read is filtered to the one experiment and to
 as-of dates <= the report's day, so the report never shows the future of a back-filled day.
 """
@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from jobs.delta_io import qualified
 from jobs.report.data import SCORECARD_SEGMENTS, IngestQuality, ReportData
 from quicexp.config import ConfigError, Settings
-from quicexp.registry import Experiment
+from quicexp.registry import Arm, Experiment, Registry, load_registry
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -31,7 +31,9 @@ def _first_line(exc: Exception) -> str:
     return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
 
 
-def _optional(spark: SparkSession, name: str, build, missing: dict[str, str], key: str) -> pd.DataFrame | None:
+def _optional(
+    spark: SparkSession, name: str, build, missing: dict[str, str], key: str
+) -> pd.DataFrame | None:
     """``build(spark.table(name))`` as pandas, or None (reason in ``missing``) if it cannot be read."""
     from pyspark.errors import PySparkException
 
@@ -46,7 +48,46 @@ def _optional(spark: SparkSession, name: str, build, missing: dict[str, str], ke
         return None
 
 
-def load_results(spark: SparkSession, settings: Settings, day: date, experiment_id: str) -> pd.DataFrame:
+def load_experiment(spark: SparkSession, settings: Settings, experiment_id: str,
+                    registry: Registry | None = None) -> Experiment:  # fmt: skip
+    """The experiment as the pipeline published it (bronze.experiment_arms), else the registry file.
+
+    Reading the published table means the report shows the arms and split the day's run
+    analysed with, even when the registry file has changed since. ``registry`` wins if given.
+    """
+    from pyspark.sql import functions as F
+
+    if registry is not None:
+        return registry.get(experiment_id)
+    table = qualified(settings.bronze_schema, "experiment_arms")
+    if spark.catalog.tableExists(table):
+        rows = spark.table(table).where(F.col("experiment_id") == experiment_id).collect()
+        if rows:
+            described = {e.id: e.description for e in _registry_or_empty().experiments}
+            first = rows[0]
+            return Experiment(
+                id=experiment_id,
+                title=first["title"],
+                description=described.get(experiment_id, ""),
+                start_date=first["start_date"],
+                end_date=first["end_date"],
+                arms=[
+                    Arm(name=r["arm"], share=r["share"], is_control=r["is_control"]) for r in rows
+                ],
+            )
+    return load_registry().get(experiment_id)
+
+
+def _registry_or_empty() -> Registry:
+    try:
+        return load_registry()
+    except ConfigError:
+        return Registry(experiments=[])
+
+
+def load_results(
+    spark: SparkSession, settings: Settings, day: date, experiment_id: str
+) -> pd.DataFrame:
     """All results of the experiment with as_of_date <= day (the history feeds the cumulative chart)."""
     from pyspark.sql import functions as F
 
@@ -59,7 +100,9 @@ def load_results(spark: SparkSession, settings: Settings, day: date, experiment_
         .toPandas()
     )
     if results.empty or not (results["as_of_date"].astype(str) == day.isoformat()).any():
-        raise ConfigError(f"no results for experiment {experiment_id} on {day}: run the pipeline for that day first")
+        raise ConfigError(
+            f"no results for experiment {experiment_id} on {day}: run the pipeline for that day first"
+        )
     return results
 
 
@@ -73,14 +116,18 @@ def _quality(spark: SparkSession, settings: Settings, experiment: Experiment, da
         window = F.col("upload_date").between(F.lit(experiment.start_date), F.lit(day))
         return df.where(window).agg(*[F.coalesce(F.sum(c), F.lit(0)).alias(c) for c in counts])
 
-    frame = _optional(spark, qualified(settings.bronze_schema, "ingest_audit"), build, missing, "ingest_audit")
+    frame = _optional(
+        spark, qualified(settings.bronze_schema, "ingest_audit"), build, missing, "ingest_audit"
+    )
     if frame is None:
         return None
     row = frame.iloc[0]
     return IngestQuality(experiment.start_date, day, *(int(row[c]) for c in counts))
 
 
-def load_report_data(spark: SparkSession, settings: Settings, day: date, experiment: Experiment) -> ReportData:
+def load_report_data(
+    spark: SparkSession, settings: Settings, day: date, experiment: Experiment
+) -> ReportData:
     """Every input of one report; raises ConfigError only when the results themselves are missing."""
     from pyspark.sql import functions as F
 
@@ -91,16 +138,11 @@ def load_report_data(spark: SparkSession, settings: Settings, day: date, experim
     daily = _optional(
         spark,
         qualified(settings.gold_schema, "metric_values_daily"),
-        lambda df: df.where(this & main_segments & (F.col("event_date") <= F.lit(day))).select(*VALUE_COLUMNS, "event_date"),
+        lambda df: df.where(this & main_segments & (F.col("event_date") <= F.lit(day))).select(
+            *VALUE_COLUMNS, "event_date"
+        ),
         missing,
         "metric_values_daily",
     )
-    to_date = _optional(
-        spark,
-        qualified(settings.gold_schema, "metric_values_to_date"),
-        lambda df: df.where(this & (F.col("as_of_date") == F.lit(day))).select(*VALUE_COLUMNS, "as_of_date"),
-        missing,
-        "metric_values_to_date",
-    )
     quality = _quality(spark, settings, experiment, day, missing)
-    return ReportData(experiment, day, results, daily, to_date, quality, missing)
+    return ReportData(experiment, day, results, daily, quality, missing)

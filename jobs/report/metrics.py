@@ -67,7 +67,9 @@ CATALOG: dict[str, MetricDisplay] = {
     "mtbr": MetricDisplay("mean time between rebuffers", unit="s", higher_is_better=True, **_VID),
     "rebuffers_per_playback": MetricDisplay("rebuffers per playback", **_VID),
     "rebuffer_time_ratio": MetricDisplay("rebuffer time ratio", **_PCT, **_VID),
-    "mean_client_bandwidth": MetricDisplay("mean client bandwidth", unit="kbps", higher_is_better=True, **_VID),
+    "mean_client_bandwidth": MetricDisplay(
+        "mean client bandwidth", unit="kbps", higher_is_better=True, **_VID
+    ),
     "time_to_first_frame": MetricDisplay("time to first frame", unit="ms", **_VID),
     "retransmit_rate": MetricDisplay("retransmit rate", **_PCT, **_TRN),
     "srtt_p": MetricDisplay("smoothed RTT", unit="ms", **_TRN),
@@ -85,7 +87,9 @@ CATALOG: dict[str, MetricDisplay] = {
 ORDER = {name: i for i, name in enumerate(CATALOG)}
 
 #: metrics that make an experiment a multipath one (seed 004 section)
-MULTIPATH_METRICS = frozenset({"srtt_p", "srtt", "close_delay", "close_delay_p", "reinjection_overhead"})
+MULTIPATH_METRICS = frozenset(
+    {"srtt_p", "srtt", "close_delay", "close_delay_p", "reinjection_overhead"}
+)
 
 
 @cache
@@ -107,7 +111,13 @@ def _from_registry(base: MetricDisplay, entry: dict) -> MetricDisplay:
     elif unit == "kbit/s":
         unit = "kbps"
     direction = entry.get("direction")
-    higher = True if direction == "increase" else False if direction == "decrease" else base.higher_is_better
+    higher = (
+        True
+        if direction == "increase"
+        else False
+        if direction == "decrease"
+        else base.higher_is_better
+    )
     return replace(base, unit=unit, scale=scale, higher_is_better=higher)
 
 
@@ -120,7 +130,7 @@ def display(metric: str) -> MetricDisplay:
 
 
 def metric_label(metric: str, quantile_p: float | None = None) -> str:
-    """"p95 request latency" for a quantile row, the catalog label otherwise."""
+    """ "p95 request latency" for a quantile row, the catalog label otherwise."""
     label = display(metric).label
     if quantile_p is None or quantile_p != quantile_p:  # None or NaN
         return label

@@ -53,7 +53,11 @@ def _arm_values(rows: pd.DataFrame) -> dict[str, float]:
 
 
 def _cell(today: pd.DataFrame, metric: str, column: str, seg: tuple[str, str]) -> pd.DataFrame:
-    d = today[(today["metric"] == metric) & (today["segment_type"] == seg[0]) & (today["segment_value"] == seg[1])]
+    d = today[
+        (today["metric"] == metric)
+        & (today["segment_type"] == seg[0])
+        & (today["segment_value"] == seg[1])
+    ]
     if column == "avg":
         return d
     p = float(column[1:]) / 100
@@ -63,8 +67,12 @@ def _cell(today: pd.DataFrame, metric: str, column: str, seg: tuple[str, str]) -
 def _segments(today: pd.DataFrame, mean: str, quant: str) -> list[tuple[str, str]]:
     d = today[today["metric"].isin((mean, quant))]
     segs = [("overall", "all")] if (d["segment_type"] == "overall").any() else []
-    paths = d[d["segment_type"].isin(PATH_SEGMENTS)][["segment_type", "segment_value"]].drop_duplicates()
-    return segs + sorted(zip(paths["segment_type"], paths["segment_value"], strict=True), key=lambda s: s[1])
+    paths = d[d["segment_type"].isin(PATH_SEGMENTS)][
+        ["segment_type", "segment_value"]
+    ].drop_duplicates()
+    return segs + sorted(
+        zip(paths["segment_type"], paths["segment_value"], strict=True), key=lambda s: s[1]
+    )
 
 
 def _measure_rows(today: pd.DataFrame, arms: list[str]) -> tuple[list[MultipathRow], dict]:
@@ -72,7 +80,9 @@ def _measure_rows(today: pd.DataFrame, arms: list[str]) -> tuple[list[MultipathR
     for label, mean, quant in MEASURES:
         unit = display(quant).unit or display(mean).unit
         for seg in _segments(today, mean, quant):
-            name = f"{label} ({unit})" if seg[0] == "overall" else f"{label}, path {seg[1]} ({unit})"
+            name = (
+                f"{label} ({unit})" if seg[0] == "overall" else f"{label}, path {seg[1]} ({unit})"
+            )
             per_col = {c: _cell(today, mean if c == "avg" else quant, c, seg) for c in COLUMNS}
             values = {c: _arm_values(d) for c, d in per_col.items()}
             for arm in arms:
@@ -110,7 +120,11 @@ def _plot(series: dict, overhead: dict[str, float], arms: list[str]) -> list[str
     if overhead:
         ax = axes[0][-1]
         names = [a for a in arms if a in overhead]
-        ax.bar(names, [overhead[a] * 100 for a in names], color=[PALETTE[arms.index(a) % len(PALETTE)] for a in names])
+        ax.bar(
+            names,
+            [overhead[a] * 100 for a in names],
+            color=[PALETTE[arms.index(a) % len(PALETTE)] for a in names],
+        )
         ax.set_title("re-injection overhead (% of path bytes)", fontsize=9)
         ax.grid(alpha=0.3, axis="y")
     fig.tight_layout()
@@ -126,5 +140,7 @@ def multipath_section(today: pd.DataFrame, arm_order: list[str]) -> MultipathSec
     rows, series = _measure_rows(today, arms)
     ov = today[(today["metric"] == "reinjection_overhead") & (today["segment_type"] == "overall")]
     overhead_values = {a: v for a, v in _arm_values(ov).items() if not is_missing(v)}
-    overhead = [(a, percent(overhead_values[a], signed=False)) for a in arms if a in overhead_values]
+    overhead = [
+        (a, percent(overhead_values[a], signed=False)) for a in arms if a in overhead_values
+    ]
     return MultipathSection(rows, overhead, _plot(series, overhead_values, arms))

@@ -66,7 +66,13 @@ def _forest_panel(ax: plt.Axes, rows: list, title: str) -> None:
         if not (is_missing(r.seq_ci_rel_lower) or is_missing(r.seq_ci_rel_upper)):
             s_lo, s_hi = max(r.seq_ci_rel_lower * 100, xmin), min(r.seq_ci_rel_upper * 100, xmax)
             ax.plot([s_lo, s_hi], [yi - 0.25] * 2, color=SEQ, lw=1, alpha=0.8)
-        ax.plot([r.ci_rel_lower * 100, r.ci_rel_upper * 100], [yi, yi], color=c, lw=3, solid_capstyle="butt")
+        ax.plot(
+            [r.ci_rel_lower * 100, r.ci_rel_upper * 100],
+            [yi, yi],
+            color=c,
+            lw=3,
+            solid_capstyle="butt",
+        )
         ax.plot(r.delta_rel * 100, yi, "o", color=c, ms=4)
     ax.set_yticks(y, [segment_label(r.segment_type, r.segment_value) for r in rows], fontsize=7)
     ax.set_xlim(xmin, xmax)
@@ -83,14 +89,19 @@ def forest(today: pd.DataFrame) -> list[str]:
     The thick bar is the fixed 95% CI, the thin one below it the always-valid CI (clipped to the
     panel, which is scaled to the fixed intervals so a wide sequential band cannot hide them).
     """
-    rows = _finite(today[today["metric"] != CURVE_METRIC], "delta_rel", "ci_rel_lower", "ci_rel_upper")
+    rows = _finite(
+        today[today["metric"] != CURVE_METRIC], "delta_rel", "ci_rel_lower", "ci_rel_upper"
+    )
     rows = rows[rows["segment_type"].isin(("overall", "platform"))]
     if rows.empty:
         return []
     multi_arm = rows["treatment_arm"].nunique() > 1
     panels: dict[tuple, list] = {}
     for r in rows.itertuples(index=False):
-        key = (*sort_key(r.metric, None if is_missing(r.quantile_p) else r.quantile_p), str(r.treatment_arm))
+        key = (
+            *sort_key(r.metric, None if is_missing(r.quantile_p) else r.quantile_p),
+            str(r.treatment_arm),
+        )
         panels.setdefault(key, []).append(r)
     images = []
     keys = sorted(panels)
@@ -109,12 +120,20 @@ def forest(today: pd.DataFrame) -> list[str]:
 
 def _segments(df: pd.DataFrame) -> list[tuple[str, str]]:
     seg = df[["segment_type", "segment_value"]].drop_duplicates()
-    return sorted(zip(seg["segment_type"], seg["segment_value"], strict=True), key=lambda s: segment_rank(*s))
+    return sorted(
+        zip(seg["segment_type"], seg["segment_value"], strict=True), key=lambda s: segment_rank(*s)
+    )
 
 
 def percentile_curve(today: pd.DataFrame) -> list[str]:
     """Relative delta of request latency at p1 … p99 with its 95% band, one panel per segment."""
-    curve = _finite(today[today["metric"] == CURVE_METRIC], "quantile_p", "delta_rel", "ci_rel_lower", "ci_rel_upper")
+    curve = _finite(
+        today[today["metric"] == CURVE_METRIC],
+        "quantile_p",
+        "delta_rel",
+        "ci_rel_lower",
+        "ci_rel_upper",
+    )
     if curve.empty:
         return []
     segments = _segments(curve)
@@ -122,9 +141,13 @@ def percentile_curve(today: pd.DataFrame) -> list[str]:
     nrows = -(-len(segments) // cols)
     fig, axes = plt.subplots(nrows, cols, figsize=(4.0 * cols, 2.9 * nrows), squeeze=False)
     for ax, (st, sv) in zip(axes.flat, segments, strict=False):
-        d = curve[(curve["segment_type"] == st) & (curve["segment_value"] == sv)].sort_values("quantile_p")
+        d = curve[(curve["segment_type"] == st) & (curve["segment_value"] == sv)].sort_values(
+            "quantile_p"
+        )
         x = d["quantile_p"].to_numpy(float) * 100
-        ax.fill_between(x, d["ci_rel_lower"] * 100, d["ci_rel_upper"] * 100, color=PALETTE[0], alpha=0.2, lw=0)
+        ax.fill_between(
+            x, d["ci_rel_lower"] * 100, d["ci_rel_upper"] * 100, color=PALETTE[0], alpha=0.2, lw=0
+        )
         ax.plot(x, d["delta_rel"] * 100, "o-", color=PALETTE[0], ms=3)
         ax.axhline(0, color="black", lw=0.8)
         ax.set_title(segment_label(st, sv), fontsize=9)
@@ -144,7 +167,13 @@ def headline_keys(today: pd.DataFrame, limit: int) -> list[tuple[str, float | No
     keyed = {}
     for r in overall.itertuples(index=False):
         key = (r.metric, None if is_missing(r.quantile_p) else float(r.quantile_p))
-        rank = 0 if (bool(r.is_significant) and bool(r.is_guardrail)) else 1 if bool(r.is_significant) else 2
+        rank = (
+            0
+            if (bool(r.is_significant) and bool(r.is_guardrail))
+            else 1
+            if bool(r.is_significant)
+            else 2
+        )
         keyed[key] = min(keyed.get(key, 3), rank)
     return sorted(keyed, key=lambda k: (keyed[k], sort_key(*k)))[:limit]
 
@@ -203,7 +232,12 @@ def cumulative(results: pd.DataFrame, today: pd.DataFrame, limit: int = 9) -> li
 
 def buckets(today: pd.DataFrame, limit: int = 4) -> list[str]:
     """Relative delta with 95% CI per RTT, loss and bandwidth bucket, for the headline metrics."""
-    rows = _finite(today[today["segment_type"].isin(BUCKET_SEGMENTS)], "delta_rel", "ci_rel_lower", "ci_rel_upper")
+    rows = _finite(
+        today[today["segment_type"].isin(BUCKET_SEGMENTS)],
+        "delta_rel",
+        "ci_rel_lower",
+        "ci_rel_upper",
+    )
     if rows.empty:
         return []
     keys = [k for k in headline_keys(today, 50) if len(_select(rows, *k))][:limit]
@@ -217,7 +251,12 @@ def buckets(today: pd.DataFrame, limit: int = 4) -> list[str]:
             d = _select(part, *key).set_index("segment_value").reindex(values)
             x = np.arange(len(values)) - 0.4 + width * (i + 0.5)
             mid = d["delta_rel"].to_numpy(float) * 100
-            err = np.vstack([mid - d["ci_rel_lower"].to_numpy(float) * 100, d["ci_rel_upper"].to_numpy(float) * 100 - mid])
+            err = np.vstack(
+                [
+                    mid - d["ci_rel_lower"].to_numpy(float) * 100,
+                    d["ci_rel_upper"].to_numpy(float) * 100 - mid,
+                ]
+            )
             ax.errorbar(x, mid, yerr=err, fmt="o", ms=4, capsize=2, color=PALETTE[i % len(PALETTE)],
                         label=metric_label(*key))  # fmt: skip
         ax.set_xticks(np.arange(len(values)), values, fontsize=7, rotation=20)
@@ -236,7 +275,9 @@ def daily_values(daily: pd.DataFrame | None, today: pd.DataFrame, limit: int = 6
         return []
     overall = daily[daily["segment_type"] == "overall"]
     overall = overall.assign(_day=pd.to_datetime(as_dates(overall["event_date"])))
-    keys = [k for k in headline_keys(today, 50) if len(_finite(_select(overall, *k), "value"))][:limit]
+    keys = [k for k in headline_keys(today, 50) if len(_finite(_select(overall, *k), "value"))][
+        :limit
+    ]
     if not keys:
         return []
     fig, axes = _grid(len(keys))
@@ -245,7 +286,14 @@ def daily_values(daily: pd.DataFrame | None, today: pd.DataFrame, limit: int = 6
         disp = display(key[0])
         for i, (arm, part) in enumerate(sorted(d.groupby("arm"), key=lambda a: str(a[0]))):
             part = part.sort_values("_day")
-            ax.plot(part["_day"], part["value"] * disp.scale, "o-", ms=3, color=PALETTE[i % len(PALETTE)], label=str(arm))
+            ax.plot(
+                part["_day"],
+                part["value"] * disp.scale,
+                "o-",
+                ms=3,
+                color=PALETTE[i % len(PALETTE)],
+                label=str(arm),
+            )
         ax.set_title(f"{metric_label(*key)}" + (f" ({disp.unit})" if disp.unit else ""), fontsize=9)
         _date_axis(ax, d["_day"])
         ax.grid(alpha=0.3)

@@ -57,7 +57,16 @@ class ScoreRow:
         if self.breach:
             classes.append("breach")
         elif self.significant:
-            classes.append("sig " + ("worse" if self.verdict == "worse" else "better" if self.verdict == "better" else ""))
+            classes.append(
+                "sig "
+                + (
+                    "worse"
+                    if self.verdict == "worse"
+                    else "better"
+                    if self.verdict == "better"
+                    else ""
+                )
+            )
         if not self.trustworthy:
             classes.append("untrusted")
         return " ".join(c.strip() for c in classes)
@@ -133,19 +142,27 @@ class Headlines:
 def headlines(rows: list[ScoreRow], alpha: float, correction: str) -> Headlines:
     """The seeds' bullet lines for every significant scorecard row, breaches first."""
     breaches = [f"{r.effect.line} — guardrail {r.verdict}" for r in rows if r.breach]
-    sig = sorted((r for r in rows if r.significant and not r.breach), key=lambda r: r.segment_type != "overall")
+    sig = sorted(
+        (r for r in rows if r.significant and not r.breach),
+        key=lambda r: r.segment_type != "overall",
+    )
     findings = [f"{r.effect.line} — {r.verdict}" for r in sig]
     n = len(rows)
     n_sig = len(sig) + len(breaches)
-    corr = {"bh": "Benjamini–Hochberg", "holm": "Holm", "bonferroni": "Bonferroni", "none": "no"}.get(
-        correction, correction
-    )
+    corr = {
+        "bh": "Benjamini–Hochberg",
+        "holm": "Holm",
+        "bonferroni": "Bonferroni",
+        "none": "no",
+    }.get(correction, correction)
     if n == 0:
         summary = "No comparisons are available for this day."
     elif n_sig == 0:
         summary = f"No significant difference on any of the {n} comparisons ({corr} correction, α = {alpha:g})."
     else:
-        summary = f"{n_sig} of {n} comparisons differ significantly ({corr} correction, α = {alpha:g})."
+        summary = (
+            f"{n_sig} of {n} comparisons differ significantly ({corr} correction, α = {alpha:g})."
+        )
     shown = findings[:MAX_HEADLINES]
     return Headlines(breaches, shown, len(findings) - len(shown), summary)
 
@@ -163,7 +180,9 @@ def power_lines(today: pd.DataFrame) -> list[PowerLine]:
     """Minimum detectable effect per metric (overall segment) at the current number of units."""
     overall = today[(today["segment_type"] == "overall") & (today["metric"] != CURVE_METRIC)]
     out = []
-    for r in sorted(overall.itertuples(index=False), key=lambda r: sort_key(r.metric, _qp(r.quantile_p))):
+    for r in sorted(
+        overall.itertuples(index=False), key=lambda r: sort_key(r.metric, _qp(r.quantile_p))
+    ):
         e = effect(r)
         out.append(
             PowerLine(
@@ -195,11 +214,16 @@ def percentile_table(today: pd.DataFrame) -> PercentileTable | None:
     columns = ["mean", *[percentile_name(p) for p in ps]]
     rows = []
     segments = curve[["segment_type", "segment_value"]].drop_duplicates()
-    ordered = sorted(zip(segments["segment_type"], segments["segment_value"], strict=True), key=lambda s: segment_rank(*s))
+    ordered = sorted(
+        zip(segments["segment_type"], segments["segment_value"], strict=True),
+        key=lambda s: segment_rank(*s),
+    )
     for seg_type, seg_value in ordered:
         cells = []
         for source, p in [(mean, None), *[(curve, p) for p in ps]]:
-            sel = source[(source["segment_type"] == seg_type) & (source["segment_value"] == seg_value)]
+            sel = source[
+                (source["segment_type"] == seg_type) & (source["segment_value"] == seg_value)
+            ]
             if p is not None:
                 sel = sel[(sel["quantile_p"] - p).abs() < 1e-9]
             if sel.empty:

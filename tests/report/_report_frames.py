@@ -107,7 +107,9 @@ def sufficient_stats(
                     if seg_type in ("overall", "platform"):
                         qs.append(("request_latency_curve", CURVE, lat))
                     if multipath:
-                        metrics.append(("close_delay", "ratio", _ratio_sums(per_unit(close)[idx], lat_n[idx])))
+                        metrics.append(
+                            ("close_delay", "ratio", _ratio_sums(per_unit(close)[idx], lat_n[idx]))
+                        )
                         metrics.append(("reinjection_overhead", "ratio", _ratio_sums(upto(reinj)[idx], upto(path_bytes)[idx])))  # fmt: skip
                         qs += [("close_delay_p", QUANTILES, close), ("srtt_p", QUANTILES, srtt)]
                     for name, kind, sums in metrics:
@@ -122,6 +124,8 @@ def sufficient_stats(
     return table
 
 
-def results(table: pd.DataFrame, expected: dict[str, dict[str, float]] | None = None) -> pd.DataFrame:
+def results(
+    table: pd.DataFrame, expected: dict[str, dict[str, float]] | None = None
+) -> pd.DataFrame:
     """The real stats engine's output for ``table``."""
     return analyze(table, AnalysisSettings(expected_split=expected or {}))

@@ -1,0 +1,55 @@
+"""Reading a rendered report back: its tables as dicts, its images as decoded PNGs."""
+
+from __future__ import annotations
+
+import base64
+import io
+import re
+
+from bs4 import BeautifulSoup
+
+FORBIDDEN = re.compile(r"\b(nan|NaN|None|inf|null|undefined)\b")
+
+
+def soup(html: str) -> BeautifulSoup:
+    return BeautifulSoup(html, "html.parser")
+
+
+def table_rows(doc: BeautifulSoup, table_id: str) -> list[dict[str, str]]:
+    """Rows of ``<table id=table_id>`` keyed by the header cells' text."""
+    table = doc.find("table", id=table_id)
+    assert table is not None, f"no table #{table_id}"
+    head = [th.get_text(strip=True) for th in table.find("thead").find_all("th")]
+    rows = []
+    for tr in table.find("tbody").find_all("tr"):
+        cells = [td.get_text(" ", strip=True) for td in tr.find_all("td")]
+        assert len(cells) == len(head), f"#{table_id}: row {cells} does not match header {head}"
+        rows.append(dict(zip(head, cells, strict=True)))
+    return rows
+
+
+def find_row(rows: list[dict[str, str]], metric: str, segment: str) -> dict[str, str]:
+    hits = [r for r in rows if r["metric"].endswith(metric) and r["segment"] == segment]
+    assert len(hits) == 1, f"expected one row {metric!r} / {segment!r}, found {len(hits)}"
+    return hits[0]
+
+
+def png_sizes(doc: BeautifulSoup) -> list[tuple[int, int]]:
+    """(width, height) of every embedded image, decoded from its data URI."""
+    from PIL import Image
+
+    sizes = []
+    for img in doc.find_all("img"):
+        src = img["src"]
+        assert src.startswith("data:image/png;base64,"), f"image is not embedded: {src[:60]}"
+        with Image.open(io.BytesIO(base64.b64decode(src.split(",", 1)[1]))) as im:
+            im.load()
+            sizes.append(im.size)
+    return sizes
+
+
+def visible_text(doc: BeautifulSoup) -> str:
+    body = BeautifulSoup(str(doc), "html.parser")
+    for tag in body(["style", "script"]):
+        tag.decompose()
+    return body.get_text(" ", strip=True)

@@ -1,0 +1,190 @@
+"""The rendered report, from real stats-engine results: content, shape, and graceful gaps."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from _report_html import FORBIDDEN, find_row, png_sizes, soup, table_rows, visible_text
+from conftest import DAY, experiment
+
+from jobs.report import IngestQuality, ReportData, render
+from jobs.report.fmt import effect, value_text
+from jobs.report.metrics import display
+
+QUALITY = IngestQuality(DAY.replace(day=15), DAY, 200_000, 210, 990, 1500)
+
+
+@pytest.fixture(scope="module")
+def fhol(fhol_results):
+    data = ReportData(experiment("fhol_test", title="QUIC+FHOL vs QUIC"), DAY, fhol_results, quality=QUALITY,
+                      missing={"metric_values_daily": "test: not built"})  # fmt: skip
+    return data, render(data)
+
+
+def test_scorecard_reads_back_the_engine_numbers(fhol):
+    data, out = fhol
+    doc = soup(out.html)
+    rows = table_rows(doc, "scorecard")
+    today = data.today
+    shown = 0
+    for seg in ("overall", "Windows", "Android"):
+        r = today[(today["metric"] == "request_latency_p") & np.isclose(today["quantile_p"], 0.95)
+                  & (today["segment_value"] == ("all" if seg == "overall" else seg))].iloc[0]  # fmt: skip
+        html_row = find_row(rows, "p95 request latency", seg)
+        e = effect(r)
+        assert html_row["Δ"] == e.delta and html_row["Δ %"] == e.rel and html_row["95% CI"] == e.ci
+        assert html_row["always-valid CI"] == e.seq_ci
+        assert html_row["control"] == value_text(r["value_control"], display("request_latency_p"))
+        # the seeds' shape, from the numbers themselves
+        assert (
+            e.line
+            == f"p95 request latency, {seg}: {html_row['Δ']} ({html_row['Δ %']}) {html_row['95% CI']}"
+        )
+        assert html_row["verdict"].startswith("no significant difference") != bool(
+            r["is_significant"]
+        )
+        shown += 1
+    assert shown == 3
+    expected_rows = today[today["segment_type"].isin(["overall", "platform"])
+                          & (today["metric"] != "request_latency_curve")]  # fmt: skip
+    assert len(rows) == len(expected_rows)
+
+
+def test_header_arms_srm_and_quality(fhol):
+    data, out = fhol
+    doc = soup(out.html)
+    arms = table_rows(doc, "arms")
+    assert [a["arm"] for a in arms] == ["control", "fhol"]
+    n = data.today[data.today["segment_type"] == "overall"]
+    assert arms[0]["units"] == f"{int(n['n_control'].max()):,}"
+    assert "passed" in doc.find(id="srm").get_text() and doc.find(id="srm-warning") is None
+    assert doc.find(id="quality").get_text(strip=True) == (
+        "Data quality (uploads 2026-06-15 … 2026-06-17): 200,000 rows read; 0.10% quarantined, "
+        "0.50% duplicates, 0.75% late.")  # fmt: skip
+    assert "day 3 since 2026-06-15" in doc.find(id="header").get_text(" ")
+
+
+def test_every_section_is_filled_and_nothing_reads_nan(fhol):
+    _, out = fhol
+    doc = soup(out.html)
+    text = visible_text(doc)
+    assert not FORBIDDEN.search(text), FORBIDDEN.search(text)
+    sizes = png_sizes(doc)
+    assert len(sizes) >= 5 and all(w > 200 and h > 100 for w, h in sizes)
+    for section in ("forest", "percentiles", "cumulative", "buckets", "multipath", "power"):
+        node = doc.find(id=section)
+        assert node is not None and node.find(class_="na") is None, section
+    assert "Daily values: not available (test: not built)" in text
+    percentiles = table_rows(doc, "percentile-table")
+    assert [r["segment"] for r in percentiles][:3] == ["overall", "Windows", "Android"]
+    assert list(percentiles[0])[1:4] == ["mean", "p1", "p5"] and list(percentiles[0])[-1] == "p99"
+
+
+def test_power_line_per_metric(fhol):
+    data, out = fhol
+    power = table_rows(soup(out.html), "power-table")
+    overall = data.today[
+        (data.today["segment_type"] == "overall")
+        & (data.today["metric"] != "request_latency_curve")
+    ]
+    assert len(power) == len(overall)
+    p95 = next(p for p in power if p["metric"] == "p95 request latency")
+    r = overall[
+        (overall["metric"] == "request_latency_p") & np.isclose(overall["quantile_p"], 0.95)
+    ].iloc[0]
+    assert p95["MDE (80% power, α = 0.05)"] == effect(r).mde and p95[
+        "MDE (80% power, α = 0.05)"
+    ].startswith("±")
+
+
+def test_multipath_table_in_the_seed_shape(fhol):
+    data, out = fhol
+    doc = soup(out.html)
+    rows = table_rows(doc, "multipath-table")
+    close = {r["arm"]: r for r in rows if r["measure"] == "close delay (ms)"}
+    assert set(close) == {"control", "fhol", "Δ fhol vs control"}
+    t = data.today
+    p99 = t[
+        (t["metric"] == "close_delay_p")
+        & (t["segment_type"] == "overall")
+        & np.isclose(t["quantile_p"], 0.99)
+    ].iloc[0]
+    assert close["fhol"]["p99"] == f"{p99['value_treatment']:,.0f}"
+    assert close["control"]["avg"] != "–" and all(
+        close["fhol"][c] != "–" for c in ("p50", "p90", "p95", "p99")
+    )
+    reinjection = doc.find(id="reinjection").get_text()
+    assert "fhol 2.0" in reinjection and "control 0.00%" in reinjection
+
+
+def test_guardrail_breach_comes_first(fhol_results):
+    res = fhol_results.copy()
+    # make mean request latency (a guardrail) a significant regression on Windows
+    sel = (res["metric"] == "request_latency") & (res["segment_value"] == "Windows")
+    res.loc[sel, ["is_significant", "delta_abs", "p_value_adjusted"]] = [True, 25.0, 0.001]
+    out = render(ReportData(experiment("fhol_test"), DAY, res))
+    doc = soup(out.html)
+    first = doc.find("table", id="scorecard").find("tbody").find("tr")
+    assert "breach" in first["class"] and first["data-metric"] == "request_latency"
+    assert (
+        doc.find("ul", class_="breaches")
+        .get_text()
+        .startswith("mean request latency, Windows: +25")
+    )
+
+
+def test_aa_says_no_significant_difference(aa_results):
+    out = render(ReportData(experiment("aa_test", arms=("control", "same")), DAY, aa_results))
+    doc = soup(out.html)
+    rows = table_rows(doc, "scorecard")
+    ns = [r["verdict"] == "no significant difference" for r in rows]
+    assert len(rows) >= 30 and sum(ns) >= 0.95 * len(rows)
+    if all(ns):
+        assert (
+            doc.find(id="summary-line")
+            .get_text()
+            .startswith("No significant difference on any of the")
+        )
+    assert "No significant difference" in out.markdown or not all(ns)
+
+
+def test_srm_turns_the_report_into_a_warning(srm_results):
+    out = render(ReportData(experiment("srm_test"), DAY, srm_results))
+    doc = soup(out.html)
+    first = doc.body.find(True)
+    assert first["id"] == "srm-warning" and "Sample ratio mismatch" in first.get_text()
+    assert "60" in first.get_text() or "59" in first.get_text() or "61" in first.get_text()
+    assert doc.title.get_text().startswith("⚠ SRM")
+    assert "srm-failed" in doc.body["class"]
+    assert out.markdown.lstrip().startswith("**⚠ SAMPLE RATIO MISMATCH")
+    assert not out.trustworthy
+
+
+def test_missing_marts_and_values_degrade_gracefully(fhol_results):
+    thin = fhol_results[fhol_results["segment_type"].isin(["overall", "platform"])
+                        & fhol_results["metric"].isin(["request_latency", "rebuffers_per_playback"])].copy()  # fmt: skip
+    today = thin.index[thin["as_of_date"] == DAY]
+    thin.loc[
+        today[:3], ["value_control", "delta_rel", "ci_rel_lower", "mde_rel", "p_value_adjusted"]
+    ] = np.nan
+    out = render(
+        ReportData(experiment("fhol_test"), DAY, thin, missing={"ingest_audit": "table absent"})
+    )
+    doc = soup(out.html)
+    text = visible_text(doc)
+    assert not FORBIDDEN.search(text), FORBIDDEN.search(text)
+    assert "Data quality: not available (table absent)." in text
+    assert "Percentile-delta curve: not available" in text
+    assert "Effect by RTT, loss and bandwidth bucket: not available" in text
+    assert doc.find(id="multipath") is None
+    assert len(table_rows(doc, "scorecard")) == (thin["as_of_date"] == DAY).sum()
+    assert not FORBIDDEN.search(out.markdown)
+
+
+def test_markdown_summary(fhol):
+    data, out = fhol
+    md = out.markdown
+    assert md.startswith("# QUIC+FHOL vs QUIC — 2026-06-17")
+    assert "| p95 request latency | overall |" in md
+    assert "Sample ratio check passed" in md and "Data quality (uploads" in md
+    assert not FORBIDDEN.search(md)
