@@ -10,7 +10,8 @@ Data model (per unit i, per arm):
     lambda_i ~ LogNormal(LAM_MU, LAM_SIGMA)           heavy-tailed activity
     x_i      = 1 + Poisson(lambda_i)                   events (requests) in the experiment
     u_i      ~ N(0, TAU^2)                             per-unit random effect (clustering)
-    event j latency = exp(LAT_MU + u_i + SIGMA_E e_ij) x (1 + effect)   (quantile metrics)
+    event j latency = exp(LAT_MU + u_i + SIGMA_E e_ij) x (1 + effect)   (quantile metrics),
+             binned like the mart (log bins of relative width QUANTILE_BIN_WIDTH)
     y_i      = sum of x_i Gamma(K, THETA e^{u_i}) latencies x (1 + effect)
              = Gamma(K x_i, THETA e^{u_i}) (1 + effect)   (mean metric y_i, ratio y_i / x_i)
     pre-period: d_i = 1 + Poisson(lambda_i), c_i = Gamma(K d_i, THETA e^{u_i})   (CUPED)
@@ -38,8 +39,18 @@ LAM_MU, LAM_SIGMA, TAU, K, THETA = 1.0, 1.0, 0.5, 2.0, 50.0
 LAT_MU, SIGMA_E = np.log(80.0), 0.8
 GRID_C = (-8.0, -6.0, -4.0, -2.5, -1.5, -1.0, -0.5, 0.0, 0.5, 1.0, 1.5, 2.5, 4.0, 6.0, 8.0)
 """Grid of the quantile function: p + c sqrt(p (1 - p) / n_events) for c in GRID_C."""
+QUANTILE_BIN_WIDTH = 0.001
+"""Relative width of the warehouse's value bins for quantiles (dbt var quantile_bin_width)."""
 EFFECT = 0.03
 QUANTILES = (0.5, 0.95)
+
+
+def bin_values(values: np.ndarray, width: float = QUANTILE_BIN_WIDTH) -> np.ndarray:
+    """The mart's log binning: v -> (1 + w)^(floor(log_{1+w} v) + 1/2) (macros/quantile_bins.sql)."""
+    if width <= 0:
+        return values
+    step = np.log1p(width)
+    return np.exp((np.floor(np.log(values) / step) + 0.5) * step)
 
 
 def true_values(effect: float = 0.0) -> dict[str, float]:
@@ -119,7 +130,7 @@ def quantile_rows(
     unit = np.repeat(np.arange(n_sims * width), counts.ravel())
     sim = unit // width
     values = np.exp(LAT_MU + a.u.ravel()[unit] + SIGMA_E * rng.standard_normal(unit.size))
-    values *= 1 + effect
+    values = bin_values(values * (1 + effect))
     n_ev = counts.sum(axis=1)
     starts = np.r_[0, np.cumsum(n_ev)[:-1]]
     mat = np.full((n_sims, n_ev.max()), np.inf)

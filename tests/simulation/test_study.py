@@ -74,6 +74,7 @@ def test_quantile_reduction_matches_per_unit_reference():
     unit = np.repeat(np.arange(counts.size), counts.ravel())
     eps = np.random.default_rng(4).standard_normal(unit.size)
     values = np.exp(study.LAT_MU + arm.u.ravel()[unit] + study.SIGMA_E * eps)
+    values = study.bin_values(values)  # the mart's bins
     for row in rows:
         p = row["quantile_p"]
         for sim in range(2):
@@ -87,6 +88,15 @@ def test_quantile_reduction_matches_per_unit_reference():
             assert row["sum_s"][sim] == s.sum() and row["sum_s2"][sim] == (s * s).sum()
             assert row["sum_sn"][sim] == (s * k).sum() and row["sum_n2"][sim] == (k * k).sum()
             assert row["grid_value"][sim][len(study.GRID_C) // 2] == q
+
+
+def test_bin_values_match_the_mart_macro():
+    v = np.array([80.0, 80.05, 1234.5])
+    b = study.bin_values(v, 0.001)
+    assert np.all(np.abs(b / v - 1) <= np.sqrt(1.001) - 1 + 1e-12)
+    assert b[0] == b[1]  # same 0.1% bin
+    k = np.floor(np.log(1234.5) / np.log(1.001))
+    assert b[2] == pytest.approx(1.001 ** (k + 0.5), rel=1e-12)
 
 
 def test_acceptance_checks_report_failures(numbers):
