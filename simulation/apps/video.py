@@ -41,11 +41,11 @@ LADDER_KBPS = np.array([150.0, 300.0, 750.0, 1200.0, 2500.0, 4500.0, 8000.0])
 AUDIO_KBPS = 128.0
 AUDIO_LOW_KBPS = 48.0  # audio rendition paired with sub-1 Mbit/s video
 SAFE_BUFFER_S = 10.0
-FADING_SIGMA = 0.5  # chunk-to-chunk bandwidth variation (log-normal)
+FADING_SIGMA = 0.4  # chunk-to-chunk bandwidth variation (log-normal)
 BUFFER_S = 30.0
 DECODE_MS = 80.0
-OTHER_SHARE_MEDIAN = 0.07  # other requests in flight per chunk, relative to the chunk
-OTHER_REQUESTS = 1.0  # prefetches, thumbnails, ads, stats pings in flight per chunk
+OTHER_SHARE_MEDIAN = 0.04  # other requests in flight per chunk, relative to the chunk
+OTHER_REQUESTS = 0.5  # prefetches, thumbnails, ads, stats pings in flight per chunk
 
 
 def choose_bitrate(estimate_kbps: np.ndarray, buffer_s: np.ndarray) -> np.ndarray:
