@@ -1,0 +1,215 @@
+#!/usr/bin/env bash
+# Local Airflow for quicexp (`make airflow`, `make airflow-stop`) and the DAG's bridge into the
+# pipeline environment. Airflow lives in .venvs/airflow and never imports Spark or quicexp: what it
+# needs to know about the installation comes from the pipeline environment through this script.
+#
+#   scripts/airflow.sh start      db migrate, secrets + admin password (generated once, 0600, under
+#                                 Settings.state_dir/airflow), pool, then api-server, scheduler and
+#                                 dag-processor on 127.0.0.1; prints where the password is
+#   scripts/airflow.sh stop       stop the three processes started by `start`
+#   scripts/airflow.sh status     which of them run
+#   scripts/airflow.sh env        the environment Airflow runs with, as `export` lines
+#                                 (`eval "$(scripts/airflow.sh env)"` then `airflow dags test …`)
+#   scripts/airflow.sh init       db migrate, secrets, password and pool only (what tests use)
+#   scripts/airflow.sh plan DAY   one JSON line for the DAG's `plan` task: landing dir, reports dir
+#                                 and the experiments of the registry running on DAY
+#
+# QUICEXP_* variables (QUICEXP_HOME, QUICEXP_STATE_DIR, QUICEXP_CONFIG, …) select the installation,
+# exactly as for the quicexp CLI; the pipeline's tasks inherit them from the scheduler.
+set -euo pipefail
+
+REPO=$(cd "$(dirname "$0")/.." && pwd)
+PIPELINE_PY=${QUICEXP_PYTHON:-$REPO/.venvs/pipeline/bin/python}
+AIRFLOW_BIN=${QUICEXP_AIRFLOW_BIN:-$REPO/.venvs/airflow/bin/airflow}
+ADMIN_USER=admin
+POOL=quicexp_lake
+
+say() { printf '\033[1mairflow:\033[0m %s\n' "$*" >&2; }
+die() { printf 'airflow: error: %s\n' "$*" >&2; exit 2; }
+
+# plan DAY: what the daily DAG needs for one day, computed by the pipeline's own Settings/registry.
+plan() {
+  [ $# -eq 1 ] || die "usage: scripts/airflow.sh plan YYYY-MM-DD"
+  exec "$PIPELINE_PY" - "$1" <<'PY'
+import json
+import sys
+
+from quicexp.config import ConfigError, load_settings, parse_day
+from quicexp.registry import load_registry
+
+try:
+    settings, day = load_settings(), parse_day(sys.argv[1])
+    experiments = [e.id for e in load_registry().running_on(day)]
+except ConfigError as exc:
+    print(f"quicexp: error: {exc}", file=sys.stderr)
+    sys.exit(2)
+print(json.dumps({
+    "day": day.isoformat(),
+    "landing_dir": str(settings.landing_root / f"upload_date={day.isoformat()}"),
+    "reports_dir": str(settings.reports_dir),
+    "experiments": experiments,
+}))
+PY
+}
+
+# The installation's state dir and Airflow port/host, from the pipeline's typed Settings.
+load_settings() {
+  local out
+  out=$("$PIPELINE_PY" - <<'PY'
+import shlex
+import sys
+
+from quicexp.config import ConfigError, load_settings
+
+try:
+    s = load_settings()
+except ConfigError as exc:
+    print(f"quicexp: error: {exc}", file=sys.stderr)
+    sys.exit(2)
+for name, value in (
+    ("STATE_DIR", s.state_dir.expanduser().resolve()),
+    ("BIND_HOST", s.services.bind_host),
+    ("PORT", s.services.airflow_port),
+):
+    print(f"{name}={shlex.quote(str(value))}")
+PY
+) || exit 2
+  eval "$out"
+  AF_HOME=$STATE_DIR/airflow
+  SECRETS=$AF_HOME/secrets.env
+  PASSWORDS=$AF_HOME/admin-password.json
+  RUN=$AF_HOME/run
+}
+
+airflow_env() {
+  export AIRFLOW_HOME=$AF_HOME
+  export AIRFLOW__CORE__DAGS_FOLDER=$REPO/dags
+  export AIRFLOW__CORE__LOAD_EXAMPLES=False
+  export AIRFLOW__CORE__EXECUTOR=LocalExecutor
+  export AIRFLOW__CORE__PARALLELISM=4
+  export AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS=$ADMIN_USER:admin
+  export AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE=$PASSWORDS
+  export AIRFLOW__CORE__EXECUTION_API_SERVER_URL=http://$BIND_HOST:$PORT/execution/
+  export AIRFLOW__API__HOST=$BIND_HOST
+  export AIRFLOW__API__PORT=$PORT
+  export AIRFLOW__API__BASE_URL=http://$BIND_HOST:$PORT
+  export AIRFLOW__API__WORKERS=1
+  export AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL=30
+  export AIRFLOW__SCHEDULER__ENABLE_HEALTH_CHECK=False
+  export AIRFLOW__LOGGING__BASE_LOG_FOLDER=$AF_HOME/logs
+  if [ -f "$SECRETS" ]; then
+    set -a
+    # shellcheck disable=SC1090
+    . "$SECRETS"
+    set +a
+  fi
+}
+
+print_env() {
+  local name
+  for name in $(compgen -e | grep -E '^AIRFLOW(_HOME$|__)'); do
+    printf 'export %s=%q\n' "$name" "${!name}"
+  done
+}
+
+random_secret() { "$REPO/.venvs/airflow/bin/python" -c 'import secrets; print(secrets.token_urlsafe(32))'; }
+
+# Secrets and the admin password: generated on first use, stored outside the repo, mode 0600.
+ensure_secrets() {
+  (umask 077 && mkdir -p "$AF_HOME" "$RUN")
+  if [ ! -s "$SECRETS" ]; then
+    (umask 077 && {
+      echo "AIRFLOW__API_AUTH__JWT_SECRET=$(random_secret)"
+      echo "AIRFLOW__API__SECRET_KEY=$(random_secret)"
+    } > "$SECRETS")
+  fi
+  if [ ! -s "$PASSWORDS" ]; then
+    local password
+    password=$(random_secret)
+    (umask 077 && printf '{"%s": "%s"}\n' "$ADMIN_USER" "$password" > "$PASSWORDS")
+    say "generated the password of user '$ADMIN_USER' (shown once; stored in $PASSWORDS):"
+    printf "%s\n" "$password" >&2
+  fi
+  chmod 600 "$SECRETS" "$PASSWORDS"
+}
+
+init() {
+  ensure_secrets
+  airflow_env
+  say "home $AIRFLOW_HOME; migrating the metadata database"
+  "$AIRFLOW_BIN" db migrate >"$AF_HOME/db-migrate.log" 2>&1 \
+    || { tail -5 "$AF_HOME/db-migrate.log" >&2; die "airflow db migrate failed (log: $AF_HOME/db-migrate.log)"; }
+  "$AIRFLOW_BIN" pools set "$POOL" 1 "One Spark job at a time on the lake (quicexp)" >/dev/null
+}
+
+running() { [ -f "$RUN/$1.pid" ] && kill -0 "$(cat "$RUN/$1.pid")" 2>/dev/null; }
+
+start_one() {
+  local name=$1
+  shift
+  if running "$name"; then
+    say "$name already runs (pid $(cat "$RUN/$name.pid"))"
+    return
+  fi
+  # Own session, so `stop` ends exactly this process group and nothing else.
+  setsid "$AIRFLOW_BIN" "$@" >"$AF_HOME/$name.log" 2>&1 < /dev/null &
+  echo $! > "$RUN/$name.pid"
+  say "$name started (pid $!, log $AF_HOME/$name.log)"
+}
+
+wait_healthy() {
+  local url=http://$BIND_HOST:$PORT/api/v2/monitor/health deadline=$((SECONDS + ${QUICEXP_AIRFLOW_START_TIMEOUT:-240}))
+  until "$REPO/.venvs/airflow/bin/python" - "$url" <<'PY' 2>/dev/null
+import sys, urllib.request
+with urllib.request.urlopen(sys.argv[1], timeout=5) as r:
+    sys.exit(r.status != 200)
+PY
+  do
+    running api-server || { tail -20 "$AF_HOME/api-server.log" >&2; die "the api-server exited (log: $AF_HOME/api-server.log)"; }
+    [ $SECONDS -lt $deadline ] || die "the api-server did not answer on $url in time"
+    sleep 2
+  done
+}
+
+start() {
+  init
+  start_one api-server api-server --host "$BIND_HOST" --port "$PORT"
+  start_one scheduler scheduler
+  start_one dag-processor dag-processor
+  wait_healthy
+  say "up: http://$BIND_HOST:$PORT  (user '$ADMIN_USER', password in $PASSWORDS)"
+  say "stop with: make airflow-stop"
+}
+
+stop() {
+  local name pid
+  for name in dag-processor scheduler api-server; do
+    if running "$name"; then
+      pid=$(cat "$RUN/$name.pid")
+      kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid"
+      for _ in $(seq 30); do kill -0 "$pid" 2>/dev/null || break; sleep 1; done
+      kill -0 "$pid" 2>/dev/null && kill -KILL -- "-$pid" 2>/dev/null
+      say "$name stopped"
+    fi
+    rm -f "$RUN/$name.pid"
+  done
+}
+
+status() {
+  local name
+  for name in api-server scheduler dag-processor; do
+    if running "$name"; then echo "$name: running (pid $(cat "$RUN/$name.pid"))"; else echo "$name: stopped"; fi
+  done
+}
+
+cmd=${1:-}
+[ $# -gt 0 ] && shift
+case "$cmd" in
+  plan) plan "$@" ;;
+  env) load_settings; airflow_env; print_env ;;
+  init) load_settings; init ;;
+  start) load_settings; start ;;
+  stop) load_settings; stop ;;
+  status) load_settings; status ;;
+  *) die "usage: scripts/airflow.sh start|stop|status|env|init|plan DAY" ;;
+esac
