@@ -23,6 +23,7 @@ import pyarrow.compute as pc
 from quicexp.telemetry import EVENT_KINDS, SCHEMA_VERSION
 from simulation.apps.common import EventBatch
 from simulation.apps.http import browser_events
+from simulation.apps.pages import page_events
 from simulation.apps.search import search_events
 from simulation.apps.video import video_events
 from simulation.events import BlockContext, build_table, concat_batches
@@ -90,6 +91,9 @@ def generate_block(
             continue
         for kind, batch in gens[app](_rng(scenario, day, block, 10 + code), idx).items():
             out[kind].append(batch)
+        if app == "browser" and wl.page.pages_per_session > 0:
+            for kind, batch in page_events(_rng(scenario, day, block, 20), sess, idx, pop, tp, wl.page).items():
+                out[kind].append(batch)
     return ctx, {k: concat_batches(v) for k, v in out.items() if sum(len(b) for b in v)}
 
 
