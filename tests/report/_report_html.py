@@ -53,3 +53,41 @@ def visible_text(doc: BeautifulSoup) -> str:
     for tag in body(["style", "script"]):
         tag.decompose()
     return body.get_text(" ", strip=True)
+
+
+BROWSER_FACTS = """
+const tables = [...document.querySelectorAll('table')].map(t => ({
+  id: t.id,
+  rows: t.tBodies.length ? t.tBodies[0].rows.length : 0,
+  empty: [...t.querySelectorAll('tbody td')].filter(td => td.textContent.trim() === '').length,
+  visible: t.offsetParent !== null || t.closest('details') !== null,
+}));
+const images = [...document.images].map(i => ({complete: i.complete, w: i.naturalWidth, h: i.naturalHeight,
+                                               shown: i.getBoundingClientRect().width}));
+return {tables, images, text: document.body.innerText, first: document.body.firstElementChild.id,
+        height: document.body.scrollHeight, title: document.title};
+"""
+
+
+def browser_facts(browser, path, screenshot=None) -> dict:
+    """Open ``path`` in the headless browser; tables, decoded images, visible text (and a screenshot)."""
+    browser.set_window_size(1300, 1800)
+    browser.get(path.resolve().as_uri())
+    browser.execute_script("return document.readyState")
+    facts = browser.execute_script(BROWSER_FACTS)
+    if screenshot is not None:
+        browser.set_window_size(1300, min(int(facts["height"]) + 60, 16000))
+        browser.save_screenshot(str(screenshot))
+    return facts
+
+
+def assert_readable(facts: dict) -> None:
+    """Tables filled, every image decoded with a size, no nan/None anywhere a person reads."""
+    assert facts["tables"], "no tables"
+    for t in facts["tables"]:
+        assert t["rows"] > 0 and t["empty"] == 0, t
+    assert facts["images"], "no images"
+    for i in facts["images"]:
+        assert i["complete"] and i["w"] > 100 and i["h"] > 50 and i["shown"] > 100, i
+    bad = FORBIDDEN.search(facts["text"])
+    assert bad is None, facts["text"][max(0, bad.start() - 80) : bad.end() + 80]

@@ -182,7 +182,7 @@ def test_missing_marts_and_values_degrade_gracefully(fhol_results):
 
 
 def test_markdown_summary(fhol):
-    data, out = fhol
+    _, out = fhol
     md = out.markdown
     assert md.startswith("# QUIC+FHOL vs QUIC — 2026-06-17")
     assert "| p95 request latency | overall |" in md

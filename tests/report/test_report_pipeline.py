@@ -1,0 +1,227 @@
+"""Reports from the real pipeline: simulate, run_day (ingest → dbt → stats → report), read back.
+
+One simulated fleet carries four experiments at once (independent assignment salts), so one
+two-day pipeline run feeds every case: FHOL (seed 000), multipath with re-injection (seed 004),
+an A/A test, and a forced sample ratio mismatch (the simulator splits 60/40 while the registry
+says 50/50). The numbers in the HTML are compared with gold.experiment_results.
+"""
+
+from __future__ import annotations
+
+import inspect
+from datetime import date, timedelta
+
+import numpy as np
+import pytest
+from _report_html import assert_readable, browser_facts, soup, table_rows, visible_text
+
+import jobs.report
+import quicexp.pipeline
+from jobs.report.fmt import effect, value_text
+from jobs.report.metrics import display
+from quicexp.config import REPO_ROOT, ConfigError
+from quicexp.registry import Arm, Experiment, Registry, load_registry
+from simulation.runner import run_scenario
+from simulation.scenario import load_scenario, validate_scenario
+
+START = date(2026, 6, 15)
+DAYS = 2
+CLIENTS = 3000
+FHOL = "fhol_2026_06"
+#: seed 000's metrics (quantile p or None) as the mart contract names them
+SEED_000 = [("request_latency_p", 0.5), ("request_latency_p", 0.95), ("search_latency", None),
+            ("mtbr", None), ("rebuffers_per_playback", None), ("mean_client_bandwidth", None)]  # fmt: skip
+
+
+def _experiment(exp_id: str, title: str, arms: list[str]) -> Experiment:
+    share = 1 / len(arms)
+    return Experiment(id=exp_id, title=title, start_date=START,
+                      arms=[Arm(name=a, share=share, is_control=i == 0) for i, a in enumerate(arms)])  # fmt: skip
+
+
+def mixed_scenario():
+    """fhol.yaml's fleet with multipath-capable video and three more experiments on it."""
+    data = load_scenario(REPO_ROOT / "simulation" / "scenarios" / "fhol.yaml").model_dump()
+    data["name"] = "report_mix"
+    data["workloads"]["video"].update(two_paths=True, connection_per_chunk=True)
+    data["experiments"] += [
+        {"id": "report_aa", "salt": "report_aa", "arms": [{"name": "control"}, {"name": "same"}]},
+        {"id": "report_srm", "salt": "report_srm",
+         "arms": [{"name": "control", "weight": 0.6}, {"name": "treatment", "weight": 0.4}]},
+        {"id": "report_mp", "salt": "report_mp",
+         "arms": [{"name": "single_path"}, {"name": "reinjection", "transport": {"multipath": "reinjection"}}]},
+    ]  # fmt: skip
+    return validate_scenario(data, source="report_mix")
+
+
+def test_registry() -> Registry:
+    return Registry(experiments=[
+        load_registry().get(FHOL),
+        _experiment("report_aa", "A/A: the same transport in both arms", ["control", "same"]),
+        _experiment("report_srm", "Forced sample ratio mismatch", ["control", "treatment"]),
+        _experiment("report_mp", "Multipath QUIC with re-injection vs single path", ["single_path", "reinjection"]),
+    ])  # fmt: skip
+
+
+test_registry.__test__ = False  # a helper, not a test
+
+
+def run_day(spark, settings, day, registry):
+    """quicexp.pipeline.run_day with the test registry (a parameter once run_day takes one)."""
+    if "registry" in inspect.signature(quicexp.pipeline.run_day).parameters:
+        return quicexp.pipeline.run_day(spark, settings, day, registry=registry)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(quicexp.pipeline, "load_registry", lambda: registry)
+        return quicexp.pipeline.run_day(spark, settings, day)
+
+
+@pytest.fixture(scope="module")
+def pipeline(spark, lake):
+    settings = lake("report_e2e")
+    run_scenario(mixed_scenario(), settings.landing_root, days=DAYS, clients=CLIENTS, workers=2)
+    registry = test_registry()
+    outcomes = [run_day(spark, settings, START + timedelta(days=i), registry) for i in range(DAYS)]
+    day = START + timedelta(days=DAYS - 1)
+    results = spark.table(f"{settings.gold_schema}.experiment_results").toPandas()
+    results = results[results["as_of_date"].astype(str) == day.isoformat()]
+    reports = {p.parent.name: p for p in outcomes[-1].reports}
+    return settings, day, results, reports
+
+
+def _rows(results, exp_id):
+    r = results[
+        (results["experiment_id"] == exp_id) & results["segment_type"].isin(["overall", "platform"])
+    ]
+    return r[r["metric"] != "request_latency_curve"]
+
+
+def _html_row(rows, metric, label, segment):
+    hits = [
+        r
+        for r in rows
+        if r["_metric"] == metric and r["metric"] == label and r["segment"] == segment
+    ]
+    assert len(hits) == 1, (metric, label, segment, len(hits))
+    return hits[0]
+
+
+def _scorecard(html):
+    doc = soup(html)
+    rows = table_rows(doc, "scorecard")
+    metrics = [
+        tr["data-metric"] for tr in doc.find("table", id="scorecard").find("tbody").find_all("tr")
+    ]
+    return doc, [r | {"_metric": m} for r, m in zip(rows, metrics, strict=True)]
+
+
+def test_every_experiment_has_a_report(pipeline):
+    _, day, _, reports = pipeline
+    assert set(reports) == {FHOL, "report_aa", "report_srm", "report_mp"}
+    for exp_id, path in reports.items():
+        assert path.name == f"{day}.html" and path.with_suffix(".md").exists(), exp_id
+
+
+def test_fhol_report_shows_the_pipeline_numbers_in_the_seeds_shape(pipeline):
+    _, _, results, reports = pipeline
+    doc, html_rows = _scorecard(reports[FHOL].read_text())
+    expected = _rows(results, FHOL)
+    assert len(html_rows) == len(expected) > 0
+    for r in expected.itertuples(index=False):
+        e = effect(r)
+        h = _html_row(html_rows, r.metric, e.label, e.segment)
+        assert (h["Δ"], h["Δ %"], h["95% CI"], h["always-valid CI"]) == (
+            e.delta,
+            e.rel,
+            e.ci,
+            e.seq_ci,
+        )
+        assert h["control"] == value_text(r.value_control, display(r.metric))
+        assert h["treatment"] == value_text(r.value_treatment, display(r.metric))
+        assert f"{e.label}, {e.segment}: {h['Δ']} ({h['Δ %']}) {h['95% CI']}" == e.line
+    present = {
+        (m, None if np.isnan(q) else round(q, 4))
+        for m, q in zip(expected["metric"], expected["quantile_p"], strict=True)
+    }
+    pending = [m for m in SEED_000 if m not in present]
+    print(
+        f"seed 000 metrics in the report: {len(SEED_000) - len(pending)}/{len(SEED_000)}; pending mart: {pending}"
+    )
+    for metric, q in SEED_000:
+        if (metric, q) in present:
+            for platform in ("Windows", "Android"):
+                label = effect(
+                    {"metric": metric, "quantile_p": q, "segment_type": "platform"}
+                ).label
+                assert _html_row(html_rows, metric, label, platform)["Δ"] != "–"
+    assert not table_rows(doc, "arms")[0]["units"] == "–"
+
+
+def test_multipath_report(pipeline):
+    _, _, results, reports = pipeline
+    doc = soup(reports["report_mp"].read_text())
+    mp = results[results["experiment_id"] == "report_mp"]
+    if not mp["metric"].isin(["close_delay_p", "srtt_p", "reinjection_overhead"]).any():
+        assert doc.find(id="multipath") is None  # mart pending: no half-empty section
+        pytest.xfail(
+            "the mart has no multipath metrics yet (close_delay_p, srtt_p, reinjection_overhead)"
+        )
+    rows = {(r["arm"], r["measure"]): r for r in table_rows(doc, "multipath-table")}
+    p95 = mp[
+        (mp["metric"] == "close_delay_p")
+        & (mp["segment_type"] == "overall")
+        & np.isclose(mp["quantile_p"], 0.95)
+    ].iloc[0]
+    assert rows[("single_path", "close delay (ms)")]["p95"] == f"{p95['value_control']:,.0f}"
+    assert rows[("reinjection", "close delay (ms)")]["p95"] == f"{p95['value_treatment']:,.0f}"
+    assert "reinjection" in doc.find(id="reinjection").get_text()
+
+
+def test_aa_report_says_no_significant_difference(pipeline):
+    _, _, results, reports = pipeline
+    doc, html_rows = _scorecard(reports["report_aa"].read_text())
+    verdicts = [r["verdict"] for r in html_rows]
+    assert len(verdicts) == len(_rows(results, "report_aa")) > 0
+    assert sum(v == "no significant difference" for v in verdicts) >= 0.9 * len(verdicts)
+    assert "Sample ratio check passed" in visible_text(doc) and doc.find(id="srm-warning") is None
+
+
+def test_srm_report_leads_with_the_warning(pipeline):
+    _, _, _, reports = pipeline
+    doc = soup(reports["report_srm"].read_text())
+    warning = doc.body.find(True)
+    assert warning["id"] == "srm-warning"
+    arms = {a["arm"]: a for a in table_rows(doc, "arms")}
+    assert arms["control"]["configured split"] == "50.0%"
+    assert 57 <= float(arms["control"]["observed split"].rstrip("%")) <= 63
+    assert (
+        reports["report_srm"].with_suffix(".md").read_text().startswith("**⚠ SAMPLE RATIO MISMATCH")
+    )
+
+
+def test_reports_read_well_in_chromium(pipeline, browser):
+    _, _, _, reports = pipeline
+    for exp_id in (FHOL, "report_srm"):
+        shot = reports[exp_id].with_suffix(".png")
+        facts = browser_facts(browser, reports[exp_id], screenshot=shot)
+        assert_readable(facts)
+        assert facts["first"] == ("srm-warning" if exp_id == "report_srm" else "header")
+        print(f"screenshot: {shot}")
+
+
+def test_reports_are_in_the_lake_once_per_day(pipeline, spark):
+    settings, day, _, reports = pipeline
+    jobs.report.run(spark, settings, day, FHOL)  # a re-run replaces, never duplicates
+    table = spark.table(f"{settings.gold_schema}.experiment_reports").toPandas()
+    today = table[table["as_of_date"].astype(str) == day.isoformat()]
+    assert sorted(today["experiment_id"]) == sorted(reports)
+    srm = today.set_index("experiment_id").loc["report_srm"]
+    assert not srm["is_trustworthy"] and srm["html"].startswith("<!doctype html>")
+
+
+def test_a_day_without_results_is_a_one_line_error(pipeline, spark):
+    settings = pipeline[0]
+    with pytest.raises(
+        ConfigError, match=r"^no results for experiment fhol_2026_06 on 2026-07-01"
+    ) as err:
+        jobs.report.run(spark, settings, date(2026, 7, 1), FHOL)
+    assert "\n" not in str(err.value)
