@@ -6,11 +6,15 @@ launcher and the notebooks all use it, so every JVM sees the same tables.
 
 from __future__ import annotations
 
+import hashlib
 import os
+import shlex
 import sys
+import zipfile
+from pathlib import Path
 from typing import TYPE_CHECKING
 
-from quicexp.config import Settings
+from quicexp.config import REPO_ROOT, Settings
 from quicexp.jars import cached_jars
 
 if TYPE_CHECKING:
@@ -18,6 +22,51 @@ if TYPE_CHECKING:
 
 # Jars each Spark JVM needs: Delta, and the Derby client for the shared metastore.
 SPARK_JARS = ("delta-spark_2.13", "delta-storage", "derbyclient", "postgresql")
+
+# Settings that must not appear on a JVM's command line (visible to every local user in `ps`).
+SECRET_KEYS = ("spark.hadoop.javax.jdo.option.ConnectionPassword",)
+
+# The project's Python packages (pyproject.toml's packages.find); shipped to cluster executors.
+PROJECT_PACKAGES = ("quicexp", "jobs", "stats", "simulation")
+
+
+def is_cluster(settings: Settings) -> bool:
+    """True when Spark runs executors outside this process (any master but ``local[...]``)."""
+    return not settings.spark.master.startswith("local")
+
+
+def _project_files(root: Path) -> list[Path]:
+    files = []
+    for package in PROJECT_PACKAGES:
+        for path in sorted((root / package).rglob("*")):
+            if path.is_file() and "__pycache__" not in path.parts and path.suffix not in (".pyc", ".pyo"):
+                files.append(path)
+    return files
+
+
+def project_archive(dest_dir: Path, root: Path = REPO_ROOT) -> Path:
+    """A zip of the project's packages for ``spark.submit.pyFiles``, named by its content hash.
+
+    Executors of a cluster get the code the way spark-submit's ``--py-files`` gives it: the
+    driver serves the zip, each executor fetches it into its work directory and puts it on its
+    Python path. Same sources, same file: rebuilt only when a source file changes.
+    """
+    files = _project_files(root)
+    digest = hashlib.sha256()
+    for path in files:
+        digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")
+    target = dest_dir / f"quicexp-py-{digest.hexdigest()[:16]}.zip"
+    if target.exists():
+        return target
+    dest_dir.mkdir(parents=True, exist_ok=True)
+    partial = target.with_name(f".{target.name}.{os.getpid()}.part")
+    with zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as archive:
+        for path in files:
+            info = zipfile.ZipInfo(str(path.relative_to(root)), date_time=(1980, 1, 1, 0, 0, 0))
+            info.compress_type = zipfile.ZIP_DEFLATED
+            archive.writestr(info, path.read_bytes())
+    partial.replace(target)
+    return target
 
 
 def spark_conf(settings: Settings, app_name: str = "quicexp") -> dict[str, str]:
@@ -48,12 +97,52 @@ def spark_conf(settings: Settings, app_name: str = "quicexp") -> dict[str, str]:
         "spark.sql.adaptive.enabled": "true",
         "spark.pyspark.python": sys.executable,
     }
+    if catalog.kind == "jdbc":
+        # DataNucleus creates metastore tables lazily; on PostgreSQL its ALTER TABLE … ADD FOREIGN
+        # KEY waits for a lock its own JVM holds in another open transaction (seen: a CTAS through
+        # the Thrift server hung for good). Tables and columns, but no foreign keys: autoCreateAll
+        # would turn the constraints back on, so the three switches are set one by one.
+        conf["spark.hadoop.datanucleus.schema.autoCreateAll"] = "false"
+        conf["spark.hadoop.datanucleus.schema.autoCreateTables"] = "true"
+        conf["spark.hadoop.datanucleus.schema.autoCreateColumns"] = "true"
+        conf["spark.hadoop.datanucleus.schema.autoCreateConstraints"] = "false"
     if catalog.user:
         conf["spark.hadoop.javax.jdo.option.ConnectionUserName"] = catalog.user
     if catalog.password:
         conf["spark.hadoop.javax.jdo.option.ConnectionPassword"] = catalog.password
     conf.update(settings.spark.extra_conf)
     return conf
+
+
+def properties_text(conf: dict[str, str]) -> str:
+    """``conf`` in the spark-defaults / ``--properties-file`` format (pure)."""
+    lines = []
+    for key in sorted(conf):
+        value = conf[key].replace("\\", "\\\\").replace("\n", "\\n")
+        lines.append(f"{key} {value}")
+    return "\n".join(lines) + "\n"
+
+
+def write_properties(path: Path, conf: dict[str, str]) -> Path:
+    """Write ``conf`` as a properties file readable by its owner only (mode 0600)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(properties_text(conf))
+    path.chmod(0o600)
+    return path
+
+
+def _secrets_file(conf: dict[str, str], settings: Settings) -> Path | None:
+    """Move secret keys out of ``conf`` into a 0600 file under the state dir (None if none).
+
+    PySpark starts the driver JVM as ``spark-submit --conf k=v …``: a password passed that way
+    is readable in the process list. ``--properties-file`` keeps it in the file instead.
+    """
+    hidden = {key: conf.pop(key) for key in SECRET_KEYS if key in conf}
+    if not hidden:
+        return None
+    return write_properties(settings.state_dir / "run" / f"spark-secrets-{os.getpid()}.properties", hidden)
 
 
 def build_spark(settings: Settings, app_name: str = "quicexp") -> SparkSession:
@@ -63,9 +152,25 @@ def build_spark(settings: Settings, app_name: str = "quicexp") -> SparkSession:
     from quicexp.catalog import ensure_catalog
 
     ensure_catalog(settings)
+    conf = spark_conf(settings, app_name)
+    if is_cluster(settings) and "spark.submit.pyFiles" not in conf:
+        # Cluster executors do not share this interpreter: ship the project with the app.
+        conf["spark.submit.pyFiles"] = str(project_archive(settings.home / "dist"))
+    secrets = _secrets_file(conf, settings)
     builder = SparkSession.builder
-    for key, value in spark_conf(settings, app_name).items():
+    for key, value in conf.items():
         builder = builder.config(key, value)
-    spark = builder.enableHiveSupport().getOrCreate()
+    saved_args = os.environ.get("PYSPARK_SUBMIT_ARGS")
+    if secrets is not None:
+        os.environ["PYSPARK_SUBMIT_ARGS"] = f"--properties-file {shlex.quote(str(secrets))} {saved_args or 'pyspark-shell'}"
+    try:
+        spark = builder.enableHiveSupport().getOrCreate()
+    finally:
+        if secrets is not None:
+            secrets.unlink(missing_ok=True)  # read by spark-submit at JVM start; not needed after
+            if saved_args is None:
+                os.environ.pop("PYSPARK_SUBMIT_ARGS", None)
+            else:
+                os.environ["PYSPARK_SUBMIT_ARGS"] = saved_args
     spark.sparkContext.setLogLevel("WARN")
     return spark
