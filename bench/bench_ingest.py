@@ -123,7 +123,7 @@ def main() -> None:
     args = parser.parse_args()
     home = (args.dir or REPO / "var" / "bench" / f"ingest-{args.events}-{args.format}").resolve()
     landing = home / "landing"
-    day, manifest = simulate(landing, args.events, args.format)
+    day, _ = simulate(landing, args.events, args.format)
     files = day_files(landing, day)
     n_files = sum(len(v) for v in files.values())
     size_mb = sum(os.path.getsize(p) for v in files.values() for p in v) / 1e6

@@ -13,8 +13,8 @@ Order of work, so that a failure never leaves a half-written day:
 1. list and check every landing file (unreadable → one-line error, nothing read);
 2. parse, validate and classify every kind, cached, and count the audit — this reads all
    input, so a corrupt upload fails here, before any write;
-3. one Delta commit per event table that has rows for the day or had some before
-   (written concurrently), then one commit each for the quarantine, the id ledger and
+3. one Delta commit per event table that has files for the day or had some at the day's
+   last ingest (written concurrently), then one commit each for the quarantine, the id ledger and
    the audit (the audit goes last: a day with audit rows is a finished day);
 4. re-ingest the later upload days whose cross-day duplicates this day changed (back-fill).
 """
@@ -81,20 +81,20 @@ def _classified(spark: SparkSession, settings: Settings, day: date, batches: Bat
     return dedup.classify(checked, earlier, batches.kind, day)
 
 
-def _kinds_with_rows(spark: SparkSession, settings: Settings, day: date, kinds: tuple[str, ...]) -> set[str]:
-    """Kinds whose bronze table holds rows of upload day ``day`` (metadata only: partition pruning)."""
+def _kinds_loaded_before(spark: SparkSession, audit_table: str, day: date, kinds: tuple[str, ...]) -> set[str]:
+    """Kinds among ``kinds`` that had files on ``day`` at its last ingest (their rows must now go)."""
     from pyspark.sql import functions as F
 
-    parts = [
-        spark.table(qualified(settings.bronze_schema, kind))
-        .where(F.col("upload_date") == F.lit(day))
-        .select(F.lit(kind).alias("kind"))
-        .limit(1)
-        for kind in kinds
-    ]
-    if not parts:
+    if not kinds:
         return set()
-    return {r.kind for r in reduce(lambda a, b: a.unionByName(b), parts).collect()}
+    rows = (
+        spark.table(audit_table)
+        .where((F.col("upload_date") == F.lit(day)) & F.col("kind").isin(list(kinds)))
+        .select("kind")
+        .distinct()
+        .collect()
+    )
+    return {r.kind for r in rows}
 
 
 def _union(frames: list[DataFrame], empty_schema: str, spark: SparkSession) -> DataFrame:
@@ -150,7 +150,7 @@ def run(
         log.info("ingest %s: %d files of %d kinds read and classified in %.1fs",
                  day, sum(b.files for b in batches), len(batches), time.monotonic() - started)
 
-        stale = _kinds_with_rows(spark, settings, day, tuple(k for k in kinds if k not in classified))
+        stale = _kinds_loaded_before(spark, audit_table, day, tuple(k for k in kinds if k not in classified))
         writes = [(kind, df.where(F.col("status") == dedup.LOADED).select(*tables.bronze_columns(kind)))
                   for kind, df in classified.items()]
         writes += [(kind, spark.createDataFrame([], tables.bronze_struct(kind))) for kind in sorted(stale)]

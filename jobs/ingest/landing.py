@@ -74,7 +74,7 @@ def _parquet_groups(paths: list[Path]) -> tuple[tuple[object, tuple[str, ...]], 
     for path in paths:
         try:
             schema = pq.read_schema(path).remove_metadata()
-        except Exception as exc:  # noqa: BLE001 - any footer error means the same thing to the user
+        except Exception as exc:
             raise LandingError(f"cannot read landing file {path}: {str(exc).splitlines()[0]}") from None
         groups[schema].append(str(path))
     return tuple((schema, tuple(files)) for schema, files in groups.items())

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import gzip
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 SUPPORTED_VERSIONS = ("0.3", "0.4")
@@ -56,7 +56,7 @@ def decode(data: bytes) -> str:
 def load_traces(text: str) -> tuple[str, list[dict[str, Any]]]:
     """``(qlog_version, traces)`` from qlog JSON (``traces`` list) or JSON-SEQ (header + event records)."""
     try:
-        if text.lstrip().startswith(RECORD_SEPARATOR):
+        if text.lstrip(" \t\r\n").startswith(RECORD_SEPARATOR):  # (\x1e counts as whitespace to str.strip)
             records = [json.loads(r) for r in text.split(RECORD_SEPARATOR) if r.strip()]
             header, events = records[0], records[1:]
             trace = dict(header.get("trace") or {})
@@ -79,6 +79,20 @@ def load_traces(text: str) -> tuple[str, list[dict[str, Any]]]:
 
 def _ms(value: Any) -> float | None:
     return float(value) if isinstance(value, (int, float)) else None
+
+
+def _apply_metrics(row: dict[str, Any], data: dict[str, Any]) -> None:
+    """Fold one ``metrics_updated`` event into the running stats (fields it lacks are unchanged)."""
+    for key, column in (("smoothed_rtt", "srtt_ms"), ("latest_rtt", "latest_rtt_ms"), ("rtt_variance", "rtt_variance_ms")):
+        if _ms(data.get(key)) is not None:
+            row[column] = _ms(data[key])
+    min_rtt = _ms(data.get("min_rtt"))
+    if min_rtt is not None and (row["min_rtt_ms"] is None or min_rtt < row["min_rtt_ms"]):
+        row["min_rtt_ms"] = min_rtt
+    cwnd = data.get("congestion_window", data.get("cwnd"))
+    if isinstance(cwnd, int):
+        row["cwnd_bytes"] = cwnd
+        row["max_cwnd_bytes"] = max(cwnd, row["max_cwnd_bytes"] or 0)
 
 
 def summarize(trace: dict[str, Any]) -> dict[str, Any]:
@@ -104,16 +118,7 @@ def summarize(trace: dict[str, Any]) -> dict[str, Any]:
             first = at if first is None else min(first, at)
             last = at if last is None else max(last, at)
         if name in _METRICS:
-            for key in ("smoothed_rtt", "latest_rtt", "rtt_variance"):
-                if _ms(data.get(key)) is not None:
-                    row[{"smoothed_rtt": "srtt_ms"}.get(key, key + "_ms")] = _ms(data[key])
-            min_rtt = _ms(data.get("min_rtt"))
-            if min_rtt is not None and (row["min_rtt_ms"] is None or min_rtt < row["min_rtt_ms"]):
-                row["min_rtt_ms"] = min_rtt
-            cwnd = data.get("congestion_window", data.get("cwnd"))
-            if isinstance(cwnd, int):
-                row["cwnd_bytes"] = cwnd
-                row["max_cwnd_bytes"] = max(cwnd, row["max_cwnd_bytes"] or 0)
+            _apply_metrics(row, data)
         elif name in _SENT or name in _RECEIVED:
             way = "sent" if name in _SENT else "received"
             row[f"packets_{way}"] += 1
@@ -123,7 +128,7 @@ def summarize(trace: dict[str, Any]) -> dict[str, Any]:
             row["packets_lost"] += 1
     if first is None:
         raise QlogError("no_events")
-    row["started_at"] = datetime.fromtimestamp((reference + first) / 1000.0, tz=timezone.utc).replace(tzinfo=None)
+    row["started_at"] = datetime.fromtimestamp((reference + first) / 1000.0, tz=UTC).replace(tzinfo=None)
     row["duration_ms"] = last - first
     return row
 

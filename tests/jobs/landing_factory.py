@@ -11,7 +11,7 @@ import gzip
 import json
 from collections import Counter
 from dataclasses import dataclass, field
-from datetime import date, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 import pyarrow as pa
@@ -26,7 +26,7 @@ def ts(moment: datetime) -> str:
 
 def event(kind: str, day: date, i: int, *, prefix: str = "") -> dict:
     """A valid event of ``kind``: event ``i`` of ``day``, uploaded a minute after it happened."""
-    at = datetime(day.year, day.month, day.day, tzinfo=timezone.utc) + timedelta(seconds=20 * i)
+    at = datetime(day.year, day.month, day.day, tzinfo=UTC) + timedelta(seconds=20 * i)
     values = {
         "event_id": f"{prefix}{kind}-{day}-{i:06d}", "event_type": telemetry.event_type(kind), "schema_version": 1,
         "client_id": f"c{i % 97:03d}", "session_id": f"s{i % 211:04d}", "event_time": ts(at),
@@ -60,11 +60,11 @@ def first_field(kind: str, type_name: str) -> str:
     return next(f.name for f in telemetry.fields(kind) if f.type == type_name and not f.nullable and f.name not in common)
 
 
-def json_day(kind: str, day: date, n: int, *, previous: date | None = None) -> tuple[list[str], Expected]:
+def json_day(kind: str, day: date, n: int, *, previous: tuple[date, int] | None = None) -> tuple[list[str], Expected]:
     """``n`` clean events plus 1% malformed, 1% schema-violating, 5% duplicate, 2% late, 1% skewed lines.
 
     With ``previous``, a further 1% are re-uploads of events first uploaded on ``previous``
-    (cross-day duplicates; ``json_day(kind, previous, n)`` must be that day).
+    (cross-day duplicates; ``previous = (day, n)`` of an earlier ``json_day`` call).
     """
     exp = Expected()
     rows = [event(kind, day, i) for i in range(n)]
@@ -104,8 +104,9 @@ def json_day(kind: str, day: date, n: int, *, previous: date | None = None) -> t
         lines.append('{"event_id": "truncated-' + str(i))
         exp.quarantine(kind, "malformed_json")
     if previous is not None:
+        prev_day, prev_n = previous
         for i in range(max(1, round(0.01 * n))):
-            old = event(kind, previous, n - 1 - i)  # a clean event of the previous day's file
+            old = event(kind, prev_day, prev_n - 1 - i)  # a clean event of the previous day's file
             old["upload_time"] = ts(datetime.fromisoformat(old["upload_time"].replace("Z", "+00:00")) + timedelta(days=1))
             lines.append(json.dumps(old))
             exp.read[kind] += 1
