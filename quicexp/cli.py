@@ -175,6 +175,9 @@ def _register_optional_commands() -> None:
 
     app.command("simulate", help="Generate landing-zone telemetry from a simulator scenario.")(simulate)
     app.command("stats", help="Run the statistics engine on a sufficient-statistics file.")(stats_command)
+    from jobs.qlog.cli import qlog_command
+
+    app.command("ingest-qlog", help="Load one upload day's qlog files into bronze.qlog_connections.")(qlog_command)
 
 
 def main(argv: list[str] | None = None) -> int:
