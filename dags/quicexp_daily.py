@@ -21,7 +21,8 @@ For its **logical day D** (`{{ ds }}`, the start of the run's one-day data inter
 **Schedule.** Cron data intervals: the run for D starts after D ends (00:00 UTC on D+1) and
 processes event and upload date D; nothing reads "now" or "latest". `catchup=False`: past days
 are back-filled on purpose, in order,
-`airflow backfill create --dag-id quicexp_daily --from-date A --to-date B --max-active-runs 1`.
+`airflow backfill create --dag-id quicexp_daily --from-date A --to-date B --max-active-runs 1`
+(add `--reprocess-behavior completed` to re-run days that already ran).
 Every step replaces exactly its day's slice, so re-running any day (or an old day after newer
 ones) is safe. Results for D are experiment-to-date: after re-ingesting an old day, re-run the
 days after it too (clear with *Future*).

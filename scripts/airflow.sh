@@ -139,7 +139,8 @@ init() {
   say "home $AIRFLOW_HOME; migrating the metadata database"
   "$AIRFLOW_BIN" db migrate >"$AF_HOME/db-migrate.log" 2>&1 \
     || { tail -5 "$AF_HOME/db-migrate.log" >&2; die "airflow db migrate failed (log: $AF_HOME/db-migrate.log)"; }
-  "$AIRFLOW_BIN" pools set "$POOL" 1 "One Spark job at a time on the lake (quicexp)" >/dev/null
+  "$AIRFLOW_BIN" pools set "$POOL" 1 "One Spark job at a time on the lake (quicexp)" >>"$AF_HOME/db-migrate.log" 2>&1 \
+    || die "could not create the pool $POOL (log: $AF_HOME/db-migrate.log)"
 }
 
 running() { [ -f "$RUN/$1.pid" ] && kill -0 "$(cat "$RUN/$1.pid")" 2>/dev/null; }
