@@ -62,6 +62,8 @@ case "$role" in
   airflow-init)
     need AIRFLOW__DATABASE__SQL_ALCHEMY_CONN
     $AIRFLOW/airflow db migrate
+    # The daily DAG's Spark steps share one pool slot (dags/quicexp_daily.py: LAKE_POOL).
+    $AIRFLOW/airflow pools set quicexp_lake 1 "One Spark job at a time on the lake (quicexp)" >/dev/null
     say "Airflow users: $AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS; generated passwords in" \
         "$AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE (airflow-apiserver container)"
     ;;

@@ -214,6 +214,11 @@ def test_dependencies_exist_and_conditions_can_be_met(compose):
         assert var in services["postgres"]["environment"] and var in init
 
 
+def test_airflow_init_creates_the_pool_the_daily_dag_uses():
+    pool = re.search(r'^LAKE_POOL = "(\w+)"', (REPO / "dags" / "quicexp_daily.py").read_text(), re.M).group(1)
+    assert f"pools set {pool} " in entrypoint_roles()["airflow-init"]
+
+
 def test_entrypoint_and_init_scripts_parse():
     for script in ("deploy/entrypoint.sh", "deploy/postgres/init-databases.sh", "deploy/make-env.sh"):
         subprocess.run(["bash", "-n", str(REPO / script)], check=True)
