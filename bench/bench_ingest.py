@@ -130,7 +130,7 @@ def main() -> None:
     print(f"upload day {day}: {n_files} files, {size_mb:.0f} MB ({args.format})")
 
     duck_s, duck_rows = bench_duckdb(files, home / "duckdb")
-    print(f"{'duckdb reference':<18} {duck_s:8.1f}s  {duck_rows:>11,d} lines  {duck_rows / duck_s:>10,.0f} rows/s")
+    print(f"{'duckdb reference':<18} {duck_s:8.1f}s  {duck_rows:>11,d} rows   {duck_rows / duck_s:>10,.0f} rows/s (JSON it could parse)")
     if args.skip_spark:
         return
     for label, seconds, rows in bench_spark(home, day):

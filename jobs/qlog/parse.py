@@ -128,7 +128,7 @@ def summarize(trace: dict[str, Any]) -> dict[str, Any]:
             row["packets_lost"] += 1
     if first is None:
         raise QlogError("no_events")
-    row["started_at"] = datetime.fromtimestamp((reference + first) / 1000.0, tz=UTC).replace(tzinfo=None)
+    row["started_at"] = datetime.fromtimestamp((reference + first) / 1000.0, tz=UTC)
     row["duration_ms"] = last - first
     return row
 
