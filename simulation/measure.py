@@ -63,63 +63,202 @@ def collect(
     return {k: pd.concat(v, ignore_index=True) for k, v in parts.items()}
 
 
+def worlds(
+    scenario: str | Scenario, arms: dict[str, dict[str, str]], *, clients: int, days: int = 1, kinds: tuple[str, ...] | None = None
+) -> dict[str, dict[str, pd.DataFrame]]:
+    """Counterfactual worlds of one population: label -> frames (common random numbers)."""
+    return {label: collect(scenario, clients=clients, days=days, kinds=kinds, world=w) for label, w in arms.items()}
+
+
 def rel(treat: float, control: float) -> float:
     """Relative difference in percent."""
     return 100.0 * (treat / control - 1.0)
 
 
-def by_arm(df: pd.DataFrame, exp: str, fn: Callable[[pd.DataFrame], float]) -> dict[str, float]:
-    return {arm: float(fn(g)) for arm, g in df.groupby(exp)}
+Row = tuple[str, str, str, float]  # (seed, metric, seed says, simulator)
 
 
-Row = tuple[str, str, float]  # (metric, seed says, simulator)
+def fhol_headlines(clients: int = 100_000) -> list[Row]:
+    """Seed 000: QUIC+FHOL vs QUIC, per platform."""
+    exp = "fhol_2026_06"
+    w = worlds("fhol", {"control": {exp: "control"}, "fhol": {exp: "fhol"}}, clients=clients,
+               kinds=("http_transactions", "video_playbacks", "search_queries"))
 
+    def metric(kind: str, plat: str, fn: Callable[[pd.DataFrame], float]) -> tuple[float, float]:
+        a, b = (fn(w[arm][kind][w[arm][kind].platform == plat]) for arm in ("control", "fhol"))
+        return a, b
 
-def fhol_headlines(frames: dict[str, pd.DataFrame], exp: str = "fhol_2026_06") -> list[Row]:
-    """Seed 000: FHOL vs QUIC."""
     rows: list[Row] = []
-    http = frames["http_transactions"]
-    for plat, seed95 in (("Windows", "+3% (98 ms of 3.2 s)"), ("Android", "+1% (16 ms of 1.6 s)")):
-        h = http[http.platform == plat]
-        p50 = by_arm(h, exp, lambda g: g.latency_ms.quantile(0.5))
-        p95 = by_arm(h, exp, lambda g: g.latency_ms.quantile(0.95))
-        rows.append((f"HTTP latency p50 {plat}, %", "≈0 (negligible)", rel(p50["fhol"], p50["control"])))
-        rows.append((f"HTTP latency p95 {plat}, %", seed95, rel(p95["fhol"], p95["control"])))
-        rows.append((f"HTTP latency p95 {plat} control, ms", "3200" if plat == "Windows" else "1600", p95["control"]))
-    video = frames["video_playbacks"]
-    for plat in ("Windows", "Android"):
-        v = video[video.platform == plat]
-        mtbr = by_arm(v, exp, lambda g: g.watch_time_ms.sum() / max(g.rebuffer_count.sum(), 1))
-        rate = by_arm(v, exp, lambda g: g.rebuffer_count.sum() / g.watch_time_ms.sum())
-        bw = by_arm(v, exp, lambda g: g.mean_bandwidth_kbps.mean())
-        if plat == "Windows":
-            rows.append(("MTBR Windows, %", "-2%", rel(mtbr["fhol"], mtbr["control"])))
-            rows.append(("Rebuffer rate Windows, %", "+2.5%", rel(rate["fhol"], rate["control"])))
-        rows.append((f"Mean client bandwidth {plat}, %", "-2.32%" if plat == "Windows" else "-2.98%", rel(bw["fhol"], bw["control"])))
-    search = frames["search_queries"]
+    for plat, seed95 in (("Windows", "+3% (98 ms)"), ("Android", "+1% (16 ms)")):
+        a, b = metric("http_transactions", plat, lambda d: d.latency_ms.quantile(0.5))
+        rows.append(("000", f"HTTP latency p50, {plat}", "negligible", rel(b, a)))
+        a, b = metric("http_transactions", plat, lambda d: d.latency_ms.quantile(0.95))
+        rows.append(("000", f"HTTP latency p95, {plat}", seed95, rel(b, a)))
+        rows.append(("000", f"HTTP latency p95 (ms), {plat} control", "3200" if plat == "Windows" else "1600", a))
+    a, b = metric("video_playbacks", "Windows", lambda d: d.watch_time_ms.sum() / max(d.rebuffer_count.sum(), 1))
+    rows.append(("000", "Mean time between rebuffers, Windows", "-2%", rel(b, a)))
+    a, b = metric("video_playbacks", "Windows", lambda d: d.rebuffer_count.sum() / d.watch_time_ms.sum())
+    rows.append(("000", "Rebuffer rate, Windows", "+2.5%", rel(b, a)))
+    for plat, seed_bw in (("Windows", "-2.32%"), ("Android", "-2.98%")):
+        a, b = metric("video_playbacks", plat, lambda d: d.mean_bandwidth_kbps.mean())
+        rows.append(("000", f"Mean client bandwidth, {plat}", seed_bw, rel(b, a)))
     for plat, seed_lat in (("Windows", "+0.16%"), ("Android", "+0.13%")):
-        s = search[search.platform == plat]
-        lat = by_arm(s, exp, lambda g: g.latency_ms.mean())
-        rows.append((f"Search latency {plat}, %", seed_lat, rel(lat["fhol"], lat["control"])))
-    s = search[search.platform == "Windows"]
-    ab = by_arm(s, exp, lambda g: g.abandoned.mean())
-    per_client = by_arm(s, exp, lambda g: len(g) / g.client.nunique())
-    rows.append(("Search abandonment Windows, %", "up (fewer events)", rel(ab["fhol"], ab["control"])))
-    rows.append(("Search events per client Windows, %", "-0.82%", rel(per_client["fhol"], per_client["control"])))
+        a, b = metric("search_queries", plat, lambda d: d.latency_ms.mean())
+        rows.append(("000", f"Search latency (mean), {plat}", seed_lat, rel(b, a)))
+    a, b = (w[arm]["search_queries"].abandoned.mean() for arm in ("control", "fhol"))
+    rows.append(("000", "Search abandonment, all platforms", "up", rel(b, a)))
+    a, b = metric("search_queries", "Windows", len)
+    rows.append(("000", "Search events, Windows", "-0.82%", rel(b, a)))
     return rows
 
 
-def main() -> None:  # pragma: no cover - a report printer
-    import sys
-
-    name = sys.argv[1] if len(sys.argv) > 1 else "fhol"
-    clients = int(sys.argv[2]) if len(sys.argv) > 2 else 100_000
-    frames = collect(name, clients=clients)
-    for metric, seed, sim in HEADLINES[name](frames):
-        print(f"{metric:45s} {seed:25s} {sim:10.3f}")
+def retransmit_rate(frames: dict[str, pd.DataFrame]) -> float:
+    c = frames["connections"]
+    return float(c.packets_retransmitted.sum() / c.packets_sent.sum())
 
 
-HEADLINES: dict[str, Callable[[dict[str, pd.DataFrame]], list[Row]]] = {"fhol": fhol_headlines}
+def cc_headlines(clients: int = 50_000) -> list[Row]:
+    """Seed 003: congestion control and loss recovery experiments, one at a time from the baseline."""
+    sc = load_scenario("cc_loss_recovery")
+    base = {e.id: e.arms[0].name for e in sc.experiments}
+    arms = {"base": base}
+    for e in sc.experiments:
+        arms[e.id] = {**base, e.id: e.arms[1].name}
+    w = worlds(sc, arms, clients=clients, kinds=("connections", "http_transactions", "video_playbacks"))
+    b = w["base"]
+    p95 = lambda f: f["http_transactions"].latency_ms.quantile(0.95)  # noqa: E731
+    p50 = lambda f: f["http_transactions"].latency_ms.quantile(0.5)  # noqa: E731
+    ttff = lambda f: f["video_playbacks"].time_to_first_frame_ms.mean()  # noqa: E731
+    rebuf = lambda f: f["video_playbacks"].rebuffer_count.sum() / f["video_playbacks"].watch_time_ms.sum()  # noqa: E731
+    rr = retransmit_rate
+    return [
+        ("003", "Retransmit rate, Reno vs Cubic", "~-20%", rel(rr(w["reno_vs_cubic"]), rr(b))),
+        ("003", "HTTP latency p95, Reno vs Cubic", "extremely similar", rel(p95(w["reno_vs_cubic"]), p95(b))),
+        ("003", "Retransmit rate, paced vs unpaced", "~-25%", rel(rr(b), rr(w["pacing"]))),
+        ("003", "HTTP latency p50, paced vs unpaced", "unchanged", rel(p50(b), p50(w["pacing"]))),
+        ("003", "HTTP latency p95, TLP vs no TLP", "~-1%", rel(p95(b), p95(w["tail_loss_probe"]))),
+        ("003", "Retransmit rate, no TLP vs TLP", "-5%", rel(rr(w["tail_loss_probe"]), rr(b))),
+        ("003", "Rebuffer rate, TLP vs no TLP", "~-1%", rel(rebuf(b), rebuf(w["tail_loss_probe"]))),
+        ("003", "Retransmit rate, IW10 vs IW32", "slightly lower", rel(rr(w["iw10_vs_iw32"]), rr(b))),
+        ("003", "Time to first frame (mean), IW10 vs IW32", "worse", rel(ttff(w["iw10_vs_iw32"]), ttff(b))),
+        ("003", "HTTP latency p95, IW10 vs IW32", "equal or slightly worse", rel(p95(w["iw10_vs_iw32"]), p95(b))),
+        ("003", "0-RTT share of connections", "~75%", 100.0 * float(b["connections"].is_zero_rtt.mean())),
+        ("003", "HTTP latency p50, 0-RTT off vs on", "worse", rel(p50(w["zero_rtt"]), p50(b))),
+        ("003", "HTTP latency (mean), pooling vs none", "~-10%", rel(b["http_transactions"].latency_ms.mean(), w["connection_pooling"]["http_transactions"].latency_ms.mean())),
+        ("003", "Retransmit rate, 2 vs 1 emulated connections", "+20%", rel(rr(b), rr(w["connection_emulation"]))),
+        ("003", "Rebuffer rate, 2 vs 1 emulated connections", "large improvement", rel(rebuf(b), rebuf(w["connection_emulation"]))),
+    ]
+
+
+def header_headlines(clients: int = 20_000) -> list[Row]:
+    """Seed 002: header HoL per request at fixed conditions, and in the fleet."""
+    from simulation.apps.headers import hol_grid
+
+    rows: list[Row] = [
+        ("002", "HPACK HoL per request at 100 ms / 2% (ms)", "40", hol_grid(100, 0.02, "hpack")["mean"]),
+        ("002", "HPACK HoL per request at 200 ms / 5% (ms)", "~100", hol_grid(200, 0.05, "hpack")["mean"]),
+        ("002", "QPACK HoL per request at 100 ms / 2% (ms)", "8 (avg)", hol_grid(100, 0.02, "qpack")["mean"]),
+        ("002", "QCRAM HoL per request at 100 ms / 2% (ms)", "0", hol_grid(100, 0.02, "qcram")["mean"]),
+    ]
+    exp = "header_compression_2026"
+    w = worlds("header_compression", {a: {exp: a} for a in ("hpack", "qpack", "qcram")}, clients=clients,
+               kinds=("header_compression",))
+    wire = {a: w[a]["header_compression"].header_bytes_compressed.sum() for a in w}
+    rows.append(("002", "Header bytes on the wire, QCRAM vs QPACK", "up to +15%", rel(wire["qcram"], wire["qpack"])))
+    h = w["hpack"]["header_compression"]
+    per_req = h.header_hol_delay_ms / h.requests
+    hi = (h.rtt_ms_true * h.loss_true) > (h.rtt_ms_true * h.loss_true).quantile(0.9)
+    rows.append(("002", "Fleet HPACK HoL/request, top-decile vs rest RTT×loss (ratio)", "grows with RTT×loss", float(per_req[hi].mean() / max(per_req[~hi].mean(), 1e-9))))
+    return rows
+
+
+def multipath_headlines(clients: int = 20_000) -> list[Row]:
+    """Seed 004: close delay of 1 MB chunks and re-injection overhead per scheduler."""
+    exp = "multipath_2021_10"
+    arms = ("single_path", "min_rtt", "reinjection", "qoe_reinjection")
+    w = worlds("multipath", {a: {exp: a} for a in arms}, clients=clients, kinds=("connections", "multipath_paths"))
+    sp = w["single_path"]["connections"].close_delay_ms
+
+    def overhead(a: str) -> float:
+        p = w[a]["multipath_paths"]
+        return 100.0 * float(p.reinjected_bytes.sum() / (p.bytes.sum() - p.reinjected_bytes.sum()))
+
+    rows: list[Row] = [
+        ("004", "Close delay p50 / p99 single path (ms)", "294 / 2028", float(sp.quantile(0.5))),
+        ("004", "Close delay mean, min-RTT vs single path", "+16%", rel(w["min_rtt"]["connections"].close_delay_ms.mean(), sp.mean())),
+        ("004", "Close delay p99, min-RTT vs single path", "-1%", rel(w["min_rtt"]["connections"].close_delay_ms.quantile(0.99), sp.quantile(0.99))),
+        ("004", "Close delay p99, re-injection vs single path", "tens of % better", rel(w["reinjection"]["connections"].close_delay_ms.quantile(0.99), sp.quantile(0.99))),
+        ("004", "Re-injection traffic overhead (%)", "~15", overhead("reinjection")),
+        ("004", "Close delay p99, QoE-driven vs single path", "-19% to -50%", rel(w["qoe_reinjection"]["connections"].close_delay_ms.quantile(0.99), sp.quantile(0.99))),
+        ("004", "Close delay p95, QoE-driven vs single path", "-9.4% to -34%", rel(w["qoe_reinjection"]["connections"].close_delay_ms.quantile(0.95), sp.quantile(0.95))),
+        ("004", "QoE-driven re-injection overhead (%)", "2", overhead("qoe_reinjection")),
+    ]
+    return rows
+
+
+def prioritization_headlines(clients: int = 20_000) -> list[Row]:
+    """Seed 001: round-robin vs sequential on the lab grid, and on the fleet."""
+    from simulation.apps.pages import page_grid
+
+    rows: list[Row] = []
+    for loss in (0.0, 0.01, 0.05):
+        g = page_grid(loss, 100, 2000, 1)
+        if loss:
+            rows.append(("001", f"HoL bytes RR vs seq, {loss:.0%} loss, 2 Mbit/s, 100 ms", "lower (parallelism)", g["hol_delta_pct"]))
+        rows.append(("001", f"SpeedIndex RR vs seq, {loss:.0%} loss, 2 Mbit/s, 100 ms", "worse without loss, benefit grows with loss", g["speed_index_delta_pct"]))
+    g = page_grid(0.02, 100, 10_000, 1)
+    rows.append(("001", "HoL bytes RR vs seq, 2% loss, 10 Mbit/s", "differences vanish with bandwidth", g["hol_delta_pct"]))
+    exp = "h3_prioritization_2022"
+    w = worlds("h3_prioritization", {a: {exp: a} for a in ("sequential", "round_robin")}, clients=clients, kinds=("page_loads",))
+    s, r = w["sequential"]["page_loads"], w["round_robin"]["page_loads"]
+    rows.append(("001", "Fleet HoL-blocked bytes (mean), RR vs seq", "lower", rel(r.hol_blocked_bytes.mean(), s.hol_blocked_bytes.mean())))
+    lossy = s.loss_true > s.loss_true.quantile(0.9)
+    rows.append(("001", "Fleet SpeedIndex p50, RR vs seq, top-decile loss", "benefit grows with loss", rel(r.speed_index_ms[lossy].median(), s.speed_index_ms[lossy].median())))
+    return rows
+
+
+HEADLINES: dict[str, Callable[..., list[Row]]] = {
+    "fhol": fhol_headlines,
+    "h3_prioritization": prioritization_headlines,
+    "header_compression": header_headlines,
+    "cc_loss_recovery": cc_headlines,
+    "multipath": multipath_headlines,
+}
+
+
+def markdown_table(rows: list[Row]) -> str:
+    lines = ["| seed | metric | seed says | simulator |", "|---|---|---|---|"]
+    for seed, metric, says, value in rows:
+        unit = "" if "(ms)" in metric or "ratio" in metric or "(%)" in metric or "share" in metric else "%"
+        lines.append(f"| {seed} | {metric} | {says} | {value:+.2f}{unit} |" if unit else f"| {seed} | {metric} | {says} | {value:.2f} |")
+    return "\n".join(lines)
+
+
+BEGIN, END = "<!-- measured:begin -->", "<!-- measured:end -->"
+
+
+def main(argv: list[str] | None = None) -> None:  # pragma: no cover - a report writer
+    import argparse
+    import time
+    from pathlib import Path
+
+    ap = argparse.ArgumentParser(description="Measure the seeds' headline effects on simulated data.")
+    ap.add_argument("scenarios", nargs="*", default=list(HEADLINES))
+    ap.add_argument("--write", type=Path, help="replace the measured table in this markdown file")
+    args = ap.parse_args(argv)
+    rows: list[Row] = []
+    t0 = time.perf_counter()
+    for name in sorted(args.scenarios):
+        rows += HEADLINES[name]()
+    table = markdown_table(rows)
+    print(table)
+    if args.write:
+        text = args.write.read_text()
+        head, _, rest = text.partition(BEGIN)
+        _, _, tail = rest.partition(END)
+        stamp = f"\n_Measured by `python -m simulation.measure --write docs/simulator.md` in {time.perf_counter() - t0:.0f} s._\n"
+        args.write.write_text(f"{head}{BEGIN}\n{table}\n{stamp}{END}{tail}")
+
 
 if __name__ == "__main__":  # pragma: no cover
     main()

@@ -46,9 +46,9 @@ MP_CODES = ("off", "min_rtt", "reinjection", "qoe_reinjection")
 CC_CODES = ("cubic", "reno")
 
 PACED_INITIAL_BURST = 10
-SS_OVERSHOOT = (0.18, 0.08)  # (unpaced, paced): fraction of the pipe lost at slow-start exit
-QUEUE_DROP = 0.01  # per-packet drop rate from competing bursts into a full standing queue
-PACED_BURST_FACTOR = 0.6
+SS_OVERSHOOT = (0.11, 0.07)  # (unpaced, paced): fraction of the pipe lost at slow-start exit
+QUEUE_DROP = 0.015  # per-packet drop rate from competing bursts into a full standing queue
+PACED_BURST_FACTOR = 0.7
 NEAR_FULL = 0.8
 APP_LIMITED_TAIL = 0.12  # share of losses at the end of an application-limited flight (no dupacks follow)
 DELAYED_ACK_MS = 25.0  # receiver's max ack delay (the tail packet may wait for it)
