@@ -1,5 +1,5 @@
-"""qlog from real QUIC stacks → connection-level bronze stats. See ``jobs.qlog.job``."""
+"""qlog from real QUIC stacks → connection-level bronze stats: ``jobs.qlog.job.run``.
 
-from jobs.qlog.job import QlogSummary, qlog_files, run
-
-__all__ = ["QlogSummary", "qlog_files", "run"]
+Deliberately empty: Spark's Python workers import ``jobs.qlog.parse`` (stdlib only), and
+importing this package must not pull in the job's Spark-side dependencies.
+"""

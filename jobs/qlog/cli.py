@@ -11,13 +11,13 @@ def qlog_command(
     day: Annotated[str, typer.Option("--date", "-d", help="Upload day, YYYY-MM-DD.")],
 ) -> None:
     """Load the day's qlog files (landing/upload_date=D/qlog/) into bronze.qlog_connections."""
-    import jobs.qlog
+    import jobs.qlog.job
     from quicexp.config import load_settings, parse_day
     from quicexp.spark import build_spark
 
     settings, d = load_settings(), parse_day(day)
-    jobs.qlog.qlog_files(settings, d)  # landing errors before a JVM starts
-    summary = jobs.qlog.run(build_spark(settings, "quicexp-qlog"), settings, d)
+    jobs.qlog.job.qlog_files(settings, d)  # landing errors before a JVM starts
+    summary = jobs.qlog.job.run(build_spark(settings, "quicexp-qlog"), settings, d)
     c = summary.counts
     typer.echo(
         f"qlog {d}: {summary.files} files, {c['rows_read']} traces read, loaded {c['rows_loaded']}, "

@@ -9,7 +9,7 @@ from datetime import date
 
 import pytest
 
-import jobs.qlog
+import jobs.qlog.job
 from jobs.ingest.tables import AUDIT, QUARANTINE
 from tests.conftest import free_port
 from tests.jobs.quic_exchange import run_exchange
@@ -49,7 +49,7 @@ def test_qlog_from_aioquic_matches_its_own_numbers(ingest_spark, lake, exchange)
         "odcid": exchange.odcid, "client_id": "client-42", "session_id": "s-1", "platform": "linux",
         "network_type": "loopback", "experiments": {"fhol_2026_06": "fhol"}}) + "\n")
 
-    summary = jobs.qlog.run(spark, settings, D)
+    summary = jobs.qlog.job.run(spark, settings, D)
     assert summary.counts["rows_read"] == 4
     assert (summary.counts["rows_loaded"], summary.counts["rows_quarantined"]) == (2, 2)
 
@@ -74,6 +74,6 @@ def test_qlog_from_aioquic_matches_its_own_numbers(ingest_spark, lake, exchange)
     audit = spark.sql(f"SELECT * FROM {settings.bronze_schema}.{AUDIT} WHERE kind = 'qlog'").collect()
     assert all(a.rows_read == a.rows_loaded + a.rows_quarantined + a.rows_duplicate for a in audit)
 
-    again = jobs.qlog.run(spark, settings, D)  # idempotent
+    again = jobs.qlog.job.run(spark, settings, D)  # idempotent
     assert again.counts == summary.counts
     assert spark.table(f"{settings.bronze_schema}.qlog_connections").count() == 2
