@@ -1,6 +1,7 @@
 """Fixtures of the deployment tests: a Spark standalone cluster and a PostgreSQL server.
 
-Each is started once per test run, on free loopback ports, and stopped by its fixture.
+Each is started once per test run (one module uses it), on free loopback ports, and stopped
+by its fixture when that module is done.
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ from _deploy_procs import (  # noqa: E402
 )
 
 
-@pytest.fixture(scope="session")
+# Module scope: one module uses each server, and its JVMs/processes are freed when it is done.
+@pytest.fixture(scope="module")
 def standalone_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StandaloneCluster]:
     """A Spark standalone master and two workers (1 core, 1 GiB each) on 127.0.0.1."""
     cluster = start_standalone(tmp_path_factory.mktemp("spark-standalone"), workers=2, cores=1, memory="1g")
@@ -42,7 +44,7 @@ def bare_executor_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return python
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def postgres_server() -> Iterator[PostgresServer]:
     """A throwaway PostgreSQL server on 127.0.0.1 with a `quicexp_metastore` database."""
     server = start_postgres()
