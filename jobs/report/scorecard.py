@@ -89,7 +89,11 @@ def score_rows(results: pd.DataFrame) -> list[ScoreRow]:
         if r.metric == CURVE_METRIC:
             continue
         significant = bool(r.is_significant) and not is_missing(r.p_value_adjusted)
-        v = verdict(significant, r.delta_abs, r.metric)
+        v = (
+            "not computable"
+            if is_missing(r.p_value)
+            else verdict(significant, r.delta_abs, r.metric)
+        )
         guard = bool(r.is_guardrail)
         flags = [f for f in str(r.flags or "").split(";") if f and f not in ("cuped",)]
         rows.append(
