@@ -1,0 +1,104 @@
+"""Benchmark of the fleet simulator writing Parquet: events/s and where the time goes.
+
+    .venvs/pipeline/bin/python bench/bench_simulate.py [--scenario fhol] [--clients 100000] [--days 2]
+
+Prints (1) end-to-end events/s of ``run_scenario(..., fmt="parquet")`` with all cores (wall clock and
+CPU), and (2) a CPU profile of one (day, block) task in this process, grouped by stage: population
+and sessions, transport model and apps, Arrow table building, fault planning, Parquet encoding and
+writing. Wall-clock numbers depend on what else runs on the machine; CPU seconds less so.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import pstats
+import resource
+import tempfile
+import time
+from pathlib import Path
+
+from simulation.runner import run_scenario, run_task
+from simulation.scenario import load_scenario
+
+STAGES = {
+    "population+sessions": ("simulation/population.py", "simulation/sessions.py", "simulation/network.py", "simulation/treatment.py", "simulation/assignment.py"),
+    "transport+apps": ("simulation/transport.py", "simulation/variates.py", "simulation/multipath.py", "simulation/apps/"),
+    "arrow tables": ("simulation/events.py", "simulation/hashing.py"),
+    "faults": ("simulation/faults.py",),
+    "parquet write": ("pyarrow/parquet", "simulation/writer.py"),
+}
+
+
+def _cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    c = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime + c.ru_utime + c.ru_stime
+
+
+def end_to_end(scenario: str, clients: int, days: int, workers: int | None) -> dict:
+    with tempfile.TemporaryDirectory() as tmp:
+        c0, t0 = _cpu(), time.perf_counter()
+        m = run_scenario(scenario, tmp, days=days, clients=clients, fmt="parquet", workers=workers)
+        wall, cpu = time.perf_counter() - t0, _cpu() - c0
+        size = sum(p.stat().st_size for p in Path(tmp).rglob("*.parquet"))
+    rows = sum(sum(v.values()) for v in m["rows_by_upload_date"].values())
+    return {"rows": rows, "wall_s": wall, "cpu_s": cpu, "rows_per_s_wall": rows / wall, "rows_per_cpu_s": rows / cpu, "bytes": size}
+
+
+def profile_one_task(scenario: str, clients: int) -> dict[str, float]:
+    sc = load_scenario(scenario).with_overrides(clients=min(clients, 50_000), days=1)
+    prof = cProfile.Profile(time.process_time)
+    with tempfile.TemporaryDirectory() as tmp:
+        prof.enable()
+        result = run_task(sc, 0, 0, tmp, "parquet")
+        prof.disable()
+    stats = pstats.Stats(prof)
+    own: dict[str, float] = dict.fromkeys(STAGES, 0.0)
+    own["other"] = 0.0
+    # attribute each function's own time (tottime) to the stage of its caller chain's file
+    for (filename, _, _), (_, _, tottime, _, callers) in stats.stats.items():  # type: ignore[attr-defined]
+        stage = _stage(filename) or _caller_stage(callers)
+        own[stage or "other"] += tottime
+    own["events"] = float(sum(k["events"] for k in result["kinds"].values()))
+    return own
+
+
+def _stage(filename: str) -> str | None:
+    for stage, needles in STAGES.items():
+        if any(n in filename for n in needles):
+            return stage
+    return None
+
+
+def _caller_stage(callers: dict) -> str | None:
+    best, weight = None, 0.0
+    for (filename, _, _), (_, _, tottime, cumtime) in callers.items():
+        stage = _stage(filename)
+        if stage and cumtime >= weight:
+            best, weight = stage, cumtime
+    return best
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--scenario", default="fhol")
+    ap.add_argument("--clients", type=int, default=100_000)
+    ap.add_argument("--days", type=int, default=2)
+    ap.add_argument("--workers", type=int, default=None)
+    args = ap.parse_args()
+    e2e = end_to_end(args.scenario, args.clients, args.days, args.workers)
+    print(f"scenario {args.scenario}: {args.clients:,} clients x {args.days} days, Parquet")
+    print(f"  rows written        {e2e['rows']:,} ({e2e['bytes'] / 2**20:.0f} MiB)")
+    print(f"  wall                {e2e['wall_s']:.1f} s -> {e2e['rows_per_s_wall']:,.0f} events/s")
+    print(f"  cpu (all processes) {e2e['cpu_s']:.1f} s -> {e2e['rows_per_cpu_s']:,.0f} events per CPU-second")
+    prof = profile_one_task(args.scenario, args.clients)
+    n = prof.pop("events")
+    total = sum(prof.values())
+    print(f"one task profiled: {n:,.0f} events, {total:.2f} CPU s ({n / total:,.0f} events/CPU-s incl. profiler overhead)")
+    for stage, sec in sorted(prof.items(), key=lambda kv: -kv[1]):
+        print(f"  {stage:22s} {sec:6.2f} s  {100 * sec / total:5.1f}%")
+
+
+if __name__ == "__main__":
+    main()
