@@ -30,6 +30,10 @@ DAY_MS = 86_400_000
 EPOCH = dt.date(1970, 1, 1)
 FORMATS = ("jsonl", "parquet")
 _NULL = pa.scalar("null")
+LOW_CARDINALITY = frozenset(
+    {"event_type", "platform", "network_type", "app", "app_version", "protocol", "congestion_control", "scheduler",
+     "scheme", "prioritization", "path_network_type"}
+)
 
 
 def _quote(arr: pa.Array) -> pa.Array:
@@ -146,7 +150,9 @@ def write_jsonl_gz(path: Path, lines: pa.Array, extra: list[bytes] = ()) -> None
 def write_parquet(path: Path, table: pa.Table) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
-    pq.write_table(table, str(tmp), compression="lz4", use_dictionary=True, write_statistics=False)
+    # dictionary-encode only the low-cardinality string columns (ids and measures gain nothing)
+    dict_cols = [f.name for f in table.schema if f.name in LOW_CARDINALITY]
+    pq.write_table(table, str(tmp), compression="lz4", use_dictionary=dict_cols, write_statistics=False)
     tmp.replace(path)
 
 
