@@ -8,13 +8,13 @@ One package, one module per concern:
 - :mod:`jobs.report.header`, :mod:`jobs.report.scorecard`, :mod:`jobs.report.multipath`: the
   sections, pure functions of the results;
 - :mod:`jobs.report.plots`: matplotlib charts embedded as base64 PNG;
-- :mod:`jobs.report.render`: the Jinja templates (jobs/templates/) -> HTML + Markdown;
+- :mod:`jobs.report.compose`: the Jinja templates (jobs/templates/) -> HTML + Markdown;
 - :mod:`jobs.report.job`: ``run(spark, settings, day, experiment_id)`` writes the files and the
   lake table ``gold.experiment_reports``.
 """
 
+from jobs.report.compose import RenderedReport, render
 from jobs.report.data import IngestQuality, ReportData
 from jobs.report.job import ReportPaths, run
-from jobs.report.render import RenderedReport, render
 
 __all__ = ["IngestQuality", "RenderedReport", "ReportData", "ReportPaths", "render", "run"]

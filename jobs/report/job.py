@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from jobs.delta_io import ensure_schema, ensure_table, qualified, replace_where
+from jobs.report.compose import RenderedReport, render
 from jobs.report.load import load_experiment, load_report_data
-from jobs.report.render import RenderedReport, render
 from quicexp.config import Settings
 from quicexp.registry import Registry
 
