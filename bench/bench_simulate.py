@@ -73,7 +73,7 @@ def _stage(filename: str) -> str | None:
 
 def _caller_stage(callers: dict) -> str | None:
     best, weight = None, 0.0
-    for (filename, _, _), (_, _, tottime, cumtime) in callers.items():
+    for (filename, _, _), (_, _, _, cumtime) in callers.items():
         stage = _stage(filename)
         if stage and cumtime >= weight:
             best, weight = stage, cumtime

@@ -43,5 +43,5 @@ def assign(
     arm = np.searchsorted(arm_cutoffs(weights), b, side="right").astype(np.int8)
     if enrolled_fraction < 1.0:
         e = buckets(client_u64, experiment_id, salt, "enrol")
-        arm[e >= int(round(enrolled_fraction * BUCKETS))] = -1
+        arm[e >= round(enrolled_fraction * BUCKETS)] = -1
     return arm

@@ -46,7 +46,7 @@ class FaultPlan:
 
 
 def _pick(rng: np.random.Generator, n: int, rate: float) -> np.ndarray:
-    k = int(round(rate * n))
+    k = round(rate * n)
     if k == 0 or n == 0:
         return np.zeros(0, dtype=np.int64)
     return np.sort(rng.choice(n, size=min(k, n), replace=False))
@@ -78,7 +78,7 @@ def plan_faults(rng: np.random.Generator, kind: str, t_ms: np.ndarray, rates: Fa
     vfields = candidates[rng.integers(0, len(candidates), size=len(viol))]
     wrong = (rng.random(len(viol)) < 0.5) if fmt == "jsonl" else np.zeros(len(viol), dtype=bool)
 
-    malformed = int(round(rates.malformed_lines * n)) if fmt == "jsonl" else 0
+    malformed = round(rates.malformed_lines * n) if fmt == "jsonl" else 0
     counts = {
         "late_uploads": len(late),
         "clock_skewed": len(skewed),

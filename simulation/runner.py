@@ -101,14 +101,6 @@ def _sim_date(scenario: Scenario, day: int) -> str:
     return (scenario.start_date + dt.timedelta(days=day)).isoformat()
 
 
-def _relax_nulls(table: pa.Table, names: set[str]) -> pa.Table:
-    schema = table.schema
-    for name in names:
-        i = schema.get_field_index(name)
-        schema = schema.set(i, schema.field(i).with_nullable(True))
-    return table.cast(schema) if names else table
-
-
 def _null_out(table: pa.Table, rows: np.ndarray, field: str) -> pa.Table:
     col = table.column(field).combine_chunks()
     mask = np.zeros(len(table), dtype=bool)

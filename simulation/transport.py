@@ -193,7 +193,6 @@ def transfer(
     target = np.minimum(nt, bdp)
     ss_rounds = np.where(target > cw0, np.ceil(np.log2(target / cw0 + 1.0)) - 1.0, 0.0)
     ser = nt * MSS * 8.0 / bw
-    reno = tp.reno.astype(np.intp)
     bw_limited = nt > pipe
     occ = queue_occupancy(aimd_params(tp)[1], bdp, buf)
     queue = np.where(bw_limited, occ * buffer_ms, 0.05 * buffer_ms * np.minimum(nt / pipe, 1.0))

@@ -24,7 +24,14 @@ from __future__ import annotations
 import numpy as np
 
 from simulation import variates
-from simulation.apps.common import EventBatch, connection_u64, group_cumsum, heavy_count, lognormal, ragged_index
+from simulation.apps.common import (
+    EventBatch,
+    connection_u64,
+    group_cumsum,
+    heavy_count,
+    lognormal,
+    ragged_index,
+)
 from simulation.network import MSS
 from simulation.population import Population
 from simulation.scenario import PageWorkload
@@ -77,7 +84,7 @@ def load_pages(
 
     ``u`` is a block of uniforms of shape (4, pages, MAX_LOSS_EVENTS) (common random numbers).
     """
-    p, r = sizes.shape
+    p = sizes.shape[0]
     rate = rate_kbps / 8.0  # bytes per ms
     total = sizes.sum(axis=1)
     base = _no_loss_completion(sizes, valid, rate, round_robin)
