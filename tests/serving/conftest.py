@@ -36,10 +36,25 @@ class ServingLake:
         return self.first_day + timedelta(days=1)
 
 
+def _pipeline_day(spark, settings: Settings, day: date) -> None:
+    """quicexp.pipeline.run_day's data stages (registry → ingest → dbt build → results), without
+    the HTML reports, which serving does not read."""
+    import jobs.experiment_results
+    import jobs.ingest
+    import jobs.registry
+    from quicexp.dbt import run_dbt
+    from quicexp.registry import load_registry
+
+    registry = load_registry()
+    jobs.registry.run(spark, settings, day, registry)
+    jobs.ingest.run(spark, settings, day)
+    run_dbt("build", settings, day)
+    jobs.experiment_results.run(spark, settings, day, registry)
+
+
 @pytest.fixture(scope="session")
 def serving(spark, lake) -> ServingLake:
     """Two simulated upload days in the landing zone; the pipeline run over the first one."""
-    from quicexp.pipeline import run_day
     from simulation.runner import run_scenario
     from tests.serving.stand_ins import ensure_contract, missing_result_rows
 
@@ -56,12 +71,12 @@ def serving(spark, lake) -> ServingLake:
         REPO_ROOT / "simulation" / "scenarios" / "fhol.yaml",
         settings.landing_root,
         days=2,
-        clients=1500,
+        clients=800,
         workers=2,
     )
     first = pd.Timestamp(manifest["start_date"]).date()
     started = time.monotonic()
-    run_day(spark, settings, first)
+    _pipeline_day(spark, settings, first)
     print(f"\n[serving] pipeline day {first} in {time.monotonic() - started:.0f}s", file=sys.stderr)
     stand_ins = ensure_contract(spark, settings)
     if stand_ins:

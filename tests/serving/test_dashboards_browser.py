@@ -131,6 +131,11 @@ def test_dashboard_renders_every_chart_with_data(
     driver.save_screenshot(str(shot))
     print(f"\n[serving] screenshot of {title}: {shot}")
     assert title in driver.title or title in driver.page_source
+    filter_bar = driver.execute_script(
+        "const bar = document.querySelector('[data-test=\"filter-bar\"]'); return bar ? bar.innerText : null;"
+    )
+    assert filter_bar is not None and "Experiment" in filter_bar and "Platform" in filter_bar
+    assert "error" not in filter_bar.lower(), f"native filter bar shows an error: {filter_bar!r}"
     assert len(states) == n_charts, f"{len(states)} chart holders on the page, expected {n_charts}"
     problems = [
         s for s in states

@@ -21,13 +21,16 @@ means as (
 
 quantiles as (
     select experiment_id, arm, 'request_latency_p' as metric, 'quantile' as metric_kind,
-           segment_type, segment_value, as_of_date, q.p as quantile_p,
-           percentile_approx(raw, q.p, 10000) as value,
-           count(distinct client_id) as n_units, count(*) as n_events
-    from dated
-    lateral view explode(array(0.5D, 0.9D, 0.95D, 0.99D)) q as p
-    where metric = 'request_latency'
-    group by experiment_id, arm, segment_type, segment_value, as_of_date, q.p
+           segment_type, segment_value, as_of_date, q.p as quantile_p, q.v as value, n_units, n_events
+    from (
+        select experiment_id, arm, segment_type, segment_value, as_of_date,
+               percentile_approx(raw, array(0.5D, 0.9D, 0.95D, 0.99D), 10000) as values,
+               count(distinct client_id) as n_units, count(*) as n_events
+        from dated
+        where metric = 'request_latency'
+        group by experiment_id, arm, segment_type, segment_value, as_of_date
+    ) as per_cell
+    lateral view inline(arrays_zip(array(0.5D, 0.9D, 0.95D, 0.99D), per_cell.values)) q as p, v
 )
 
 select * from means
