@@ -10,8 +10,8 @@ For its **logical day D** (`{{ ds }}`, the start of the run's one-day data inter
    `<landing_root>/upload_date=D/`; without them it fails after its timeout with a clear message
    and nothing is written;
 3. **ingest**: `quicexp ingest --date D` (landing → bronze, replace-where on `upload_date = D`);
-4. **dbt_build**: `quicexp dbt build --date D` (staging → intermediate → marts, with their tests,
-   in the pipeline's Spark session);
+4. **dbt_build**: `quicexp dbt build --date D` (staging → intermediate → marts, with their data
+   tests, in the pipeline's Spark session; dbt unit tests run in CI, not daily);
 5. **results**: `quicexp results --date D` (gold.experiment_sufficient_stats → stats engine →
    gold.experiment_results);
 6. **report**: `quicexp report --experiment X --date D`, one mapped task per running experiment;
@@ -48,6 +48,8 @@ from quicexp_airflow.landing import LandingSensor
 
 TIMING = DagTiming.from_env()
 LAKE_POOL = "quicexp_lake"
+# Models and their data tests; dbt unit tests check SQL logic, not the day's data: CI runs them.
+DBT_SELECT = "resource_type:model resource_type:test"
 
 default_args = {
     "owner": "quicexp",
@@ -88,10 +90,10 @@ with DAG(
 
     @task(pool=LAKE_POOL, execution_timeout=TIMING.spark_timeout)
     def dbt_build(ds: str | None = None) -> str | None:
-        """dbt build (models and their tests) for day D in the pipeline's Spark session."""
+        """dbt build (models and their data tests) for day D in the pipeline's Spark session."""
         from quicexp_airflow.pipeline import run_quicexp
 
-        return run_quicexp(["dbt", "build", "--date", ds])
+        return run_quicexp(["dbt", "build", "--date", ds, "--select", DBT_SELECT])
 
     @task(pool=LAKE_POOL, execution_timeout=TIMING.spark_timeout)
     def results(ds: str | None = None) -> str | None:
