@@ -182,9 +182,7 @@ def test_backfill_through_the_scheduler_with_a_retry_equals_sequential_runs(
         assert started.returncode == 0, started.stderr[-3000:]
         api = AirflowApi(env)
         dag = api.wait_for_dag(DAG_ID)
-        assert any(
-            t["name"] == "quicexp" for t in dag["tags"]
-        )
+        assert any(t["name"] == "quicexp" for t in dag["tags"])
         assert _airflow(env, "dags", "unpause", DAG_ID).returncode == 0
         created = _airflow(
             env, "backfill", "create", "--dag-id", DAG_ID, "--from-date", DAYS[0], "--to-date", DAYS[-1],
@@ -210,11 +208,7 @@ def test_backfill_through_the_scheduler_with_a_retry_equals_sequential_runs(
         )
 
     assert not flag.exists(), "the injected failure did not happen"
-    retried = [
-        r
-        for r in failure_records(env)
-        if r["event"] == "retry"
-    ]
+    retried = [r for r in failure_records(env) if r["event"] == "retry"]
     assert [(r["task_id"], r["logical_date"][:10]) for r in retried] == [("dbt_build", DAYS[1])]
     assert "injected failure" in retried[0]["error"]
     assert table_fingerprints(spark, settings.gold_schema) == sequential.prints
