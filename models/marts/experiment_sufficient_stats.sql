@@ -1,106 +1,167 @@
+{#- The stats engine's input (stats/schema.py, docs/metrics.md): per experiment x metric x
+    segment x arm x as_of_date (x quantile_p for quantile metrics), experiment-to-date
+    sufficient statistics. Per unit: y, x = the unit's to-date numerator / denominator
+    (ratio), y = its per-unit value (mean, proportion); c, d = the same over the CUPED
+    pre-period (0 for units without pre-period events; the CUPED sums are null when no unit
+    of the arm and segment had any). -#}
 {{ config(
     partition_by=['as_of_date'],
-    replace_where="as_of_date between " ~ first_open_day() ~ " and " ~ run_day(),
+    replace_where=open_days_predicate('as_of_date'),
 ) }}
 
 with arms as (
     select * from {{ ref('stg_registry__experiment_arms') }}
 ),
 
-http_unit_days as (
-    select * from {{ ref('int_http_transactions_aggregated_to_unit_days') }}
+registry as (
+    {{ metric_registry_rows() }}
 ),
 
-video_unit_days as (
-    select * from {{ ref('int_video_playbacks_aggregated_to_unit_days') }}
+unit_metrics as (
+    select * from {{ ref('int_experiment_unit_metrics_aggregated_to_dates') }}
+    where {{ in_run_window('as_of_date') }}
 ),
 
-as_of_dates as (
-    -- experiment-to-date results for each day a run may still change
-    select explode(sequence(
-        {% if is_incremental() %}{{ first_open_day() }}{% else %}(select min(start_date) from arms){% endif %},
-        {{ run_day() }}
-    )) as as_of_date
+units as (
+    select * from {{ ref('int_experiment_units_segmented_to_dates') }}
+    where {{ in_run_window('as_of_date') }}
 ),
 
-http_units as (
-    select
-        http_unit_days.experiment_id,
-        http_unit_days.arm,
-        http_unit_days.client_id,
-        as_of_dates.as_of_date,
-        min(http_unit_days.platform) as platform,
-        sum(http_unit_days.requests) as requests,
-        sum(http_unit_days.latency_ms_sum) as latency_ms_sum
-    from http_unit_days
-    inner join arms
-        on http_unit_days.experiment_id = arms.experiment_id and http_unit_days.arm = arms.arm
-    inner join as_of_dates
-        on http_unit_days.event_date between arms.start_date and as_of_dates.as_of_date
-    group by 1, 2, 3, 4
-),
-
-video_units as (
-    select
-        video_unit_days.experiment_id,
-        video_unit_days.arm,
-        video_unit_days.client_id,
-        as_of_dates.as_of_date,
-        min(video_unit_days.platform) as platform,
-        sum(video_unit_days.playbacks) as playbacks,
-        sum(video_unit_days.rebuffer_count_sum) as rebuffer_count_sum
-    from video_unit_days
-    inner join arms
-        on video_unit_days.experiment_id = arms.experiment_id and video_unit_days.arm = arms.arm
-    inner join as_of_dates
-        on video_unit_days.event_date between arms.start_date and as_of_dates.as_of_date
-    group by 1, 2, 3, 4
+quantile_statistics as (
+    select * from {{ ref('int_quantile_statistics_aggregated_to_arms') }}
+    where {{ in_run_window('as_of_date') }}
 ),
 
 unit_values as (
     select
-        experiment_id, arm, as_of_date, platform,
-        'request_latency_per_client' as metric, 'mean' as metric_kind,
-        latency_ms_sum / requests as y, cast(null as double) as x
-    from http_units
-    union all
-    select
-        experiment_id, arm, as_of_date, platform,
-        'request_latency' as metric, 'ratio' as metric_kind,
-        latency_ms_sum as y, cast(requests as double) as x
-    from http_units
-    union all
-    select
-        experiment_id, arm, as_of_date, platform,
-        'rebuffers_per_playback' as metric, 'ratio' as metric_kind,
-        cast(rebuffer_count_sum as double) as y, cast(playbacks as double) as x
-    from video_units
+        units.*,
+        unit_metrics.metric,
+        registry.metric_kind,
+        unit_metrics.n_events,
+        unit_metrics.pre_n_events,
+        {{ unit_value('registry.metric_kind', 'unit_metrics.numerator', 'unit_metrics.denominator', 'unit_metrics.n_events') }} as y,
+        case when registry.metric_kind = 'ratio' then unit_metrics.denominator end as x,
+        {{ unit_value('registry.metric_kind', 'unit_metrics.pre_numerator', 'unit_metrics.pre_denominator', 'unit_metrics.pre_n_events') }} as c,
+        case when registry.metric_kind = 'ratio' then unit_metrics.pre_denominator end as d
+    from unit_metrics
+    inner join units
+        on unit_metrics.experiment_id = units.experiment_id
+        and unit_metrics.arm = units.arm
+        and unit_metrics.client_id = units.client_id
+        and unit_metrics.as_of_date = units.as_of_date
+    inner join registry
+        on unit_metrics.metric = registry.metric
 ),
 
-stats as (
-    {{ sufficient_statistics('unit_values') }}
+segmented as (
+    select
+        unit_values.*,
+        segment.segment_type,
+        segment.segment_value
+    from unit_values
+    {{ explode_segments('unit_values') }}
+),
+
+moments as (
+    select
+        experiment_id,
+        metric,
+        segment_type,
+        segment_value,
+        arm,
+        as_of_date,
+        count(*) as n_units,
+        sum(y) as sum_y,
+        sum(y * y) as sum_y2,
+        sum(x) as sum_x,
+        sum(x * x) as sum_x2,
+        sum(x * y) as sum_xy,
+        sum(pre_n_events) > 0 as has_pre_period,
+        sum(c) as sum_c,
+        sum(c * c) as sum_c2,
+        sum(y * c) as sum_yc,
+        sum(d) as sum_d,
+        sum(d * d) as sum_d2,
+        sum(c * d) as sum_cd,
+        sum(y * d) as sum_yd,
+        sum(x * c) as sum_xc,
+        sum(x * d) as sum_xd,
+        cast(sum(n_events) as double) as n_events
+    from segmented
+    where {{ metric_segment_filter('metric', 'segment_type') }}
+    group by 1, 2, 3, 4, 5, 6
+),
+
+statistics as (
+    select
+        experiment_id, metric, segment_type, segment_value, arm, as_of_date, n_units,
+        sum_y, sum_y2, sum_x, sum_x2, sum_xy,
+        {%- for column in ['sum_c', 'sum_c2', 'sum_yc', 'sum_d', 'sum_d2', 'sum_cd', 'sum_yd', 'sum_xc', 'sum_xd'] %}
+        case when has_pre_period then {{ column }} end as {{ column }},
+        {%- endfor %}
+        cast(null as double) as quantile_p,
+        cast(null as double) as quantile_value,
+        n_events,
+        cast(null as double) as sum_s,
+        cast(null as double) as sum_s2,
+        cast(null as double) as sum_n,
+        cast(null as double) as sum_n2,
+        cast(null as double) as sum_sn,
+        cast(null as array<double>) as grid_p,
+        cast(null as array<double>) as grid_value
+    from moments
+    union all
+    select
+        experiment_id, metric, segment_type, segment_value, arm, as_of_date, n_units,
+        {%- for column in ['sum_y', 'sum_y2', 'sum_x', 'sum_x2', 'sum_xy', 'sum_c', 'sum_c2', 'sum_yc', 'sum_d', 'sum_d2', 'sum_cd', 'sum_yd', 'sum_xc', 'sum_xd'] %}
+        cast(null as double) as {{ column }},
+        {%- endfor %}
+        quantile_p, quantile_value, n_events, sum_s, sum_s2, sum_n, sum_n2, sum_sn,
+        grid_p, grid_value
+    from quantile_statistics
 ),
 
 final as (
     select
-        stats.experiment_id,
-        stats.metric,
-        stats.metric_kind,
-        false as is_guardrail,
-        stats.segment_type,
-        stats.segment_value,
-        stats.arm,
+        statistics.experiment_id,
+        statistics.metric,
+        registry.metric_kind,
+        registry.is_guardrail,
+        statistics.segment_type,
+        statistics.segment_value,
+        statistics.arm,
         arms.is_control,
-        stats.as_of_date,
-        stats.n_units,
-        stats.sum_y,
-        stats.sum_y2,
-        stats.sum_x,
-        stats.sum_x2,
-        stats.sum_xy
-    from stats
+        statistics.as_of_date,
+        statistics.n_units,
+        statistics.sum_y,
+        statistics.sum_y2,
+        statistics.sum_x,
+        statistics.sum_x2,
+        statistics.sum_xy,
+        statistics.sum_c,
+        statistics.sum_c2,
+        statistics.sum_yc,
+        statistics.sum_d,
+        statistics.sum_d2,
+        statistics.sum_cd,
+        statistics.sum_yd,
+        statistics.sum_xc,
+        statistics.sum_xd,
+        statistics.quantile_p,
+        statistics.quantile_value,
+        statistics.n_events,
+        statistics.sum_s,
+        statistics.sum_s2,
+        statistics.sum_n,
+        statistics.sum_n2,
+        statistics.sum_sn,
+        statistics.grid_p,
+        statistics.grid_value
+    from statistics
     inner join arms
-        on stats.experiment_id = arms.experiment_id and stats.arm = arms.arm
+        on statistics.experiment_id = arms.experiment_id and statistics.arm = arms.arm
+    inner join registry
+        on statistics.metric = registry.metric
 )
 
 select * from final

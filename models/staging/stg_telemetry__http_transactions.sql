@@ -7,15 +7,24 @@ renamed as (
         -- ids
         event_id,
         client_id,
+        session_id,
         connection_id,
+        stream_id,
         -- dimensions
         platform,
         network_type,
         experiments,
+        protocol,
+        status_code,
         -- measures
-        cast(latency_ms as double) as latency_ms,
-        cast(hol_blocked_ms as double) as hol_blocked_ms,
+        latency_ms,
+        ttfb_ms,
+        hol_blocked_ms,
+        packets_lost,
+        request_bytes,
         response_bytes,
+        -- booleans
+        new_connection as is_new_connection,
         -- dates and timestamps
         event_time as event_at,
         event_date

@@ -7,6 +7,8 @@ renamed as (
         -- ids
         event_id,
         client_id,
+        session_id,
+        connection_id,
         -- dimensions
         platform,
         network_type,
@@ -17,6 +19,9 @@ renamed as (
         rebuffer_count,
         rebuffer_time_ms,
         mean_bandwidth_kbps,
+        bitrate_kbps,
+        chunks,
+        media_bytes,
         -- dates and timestamps
         event_time as event_at,
         event_date
