@@ -175,7 +175,9 @@ PY
 start() {
   init
   start_one api-server api-server --host "$BIND_HOST" --port "$PORT"
-  start_one scheduler scheduler
+  # --skip-serve-logs: the api-server reads the local log files; the log server would listen on
+  # every interface (port 8793) and clash between two local installations.
+  start_one scheduler scheduler --skip-serve-logs
   start_one dag-processor dag-processor
   wait_healthy
   say "up: http://$BIND_HOST:$PORT  (user '$ADMIN_USER', password in $PASSWORDS)"
