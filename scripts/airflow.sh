@@ -159,7 +159,7 @@ start_one() {
 }
 
 wait_healthy() {
-  local url=http://$BIND_HOST:$PORT/api/v2/monitor/health deadline=$((SECONDS + ${QUICEXP_AIRFLOW_START_TIMEOUT:-240}))
+  local url=http://$BIND_HOST:$PORT/api/v2/monitor/health deadline=$((SECONDS + ${QUICEXP_AIRFLOW_START_TIMEOUT:-480}))
   until "$REPO/.venvs/airflow/bin/python" - "$url" <<'PY' 2>/dev/null
 import sys, urllib.request
 with urllib.request.urlopen(sys.argv[1], timeout=5) as r:
