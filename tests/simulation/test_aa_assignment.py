@@ -65,3 +65,14 @@ def test_aa_no_difference_beyond_chance(aa, kind, value):
 def test_aa_sample_ratio(aa):
     clients = aa["http_transactions"].groupby("aa_2026").client.nunique()
     assert stats.chisquare(clients.to_numpy()).pvalue > 0.001
+
+
+def test_pre_period_before_start_day():
+    from simulation.scenario import load_scenario, validate_scenario
+
+    data = load_scenario("aa").model_dump()
+    data["experiments"][0]["start_day"] = 1
+    sc = validate_scenario(data)
+    f = collect(sc, clients=1_000, days=2, kinds=("http_transactions",))["http_transactions"]
+    assert f[f.day == 0].aa_2026.isna().all()
+    assert f[f.day == 1].aa_2026.notna().all()
