@@ -17,6 +17,7 @@ a duplicate; ``bronze.ingest_audit`` counts read = loaded + quarantined + duplic
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from dataclasses import dataclass
@@ -105,16 +106,40 @@ def _parsed(spark: SparkSession, files: list[Path]) -> DataFrame:
     return spark.createDataFrame(binary.rdd.flatMap(rows), schema)
 
 
+def read_mapping(path: Path | None) -> list[dict]:
+    """The sidecar's usable lines (objects with a string ``odcid`` and ``client_id``), ODCIDs lower-cased.
+
+    Read on the driver: Spark's file sources skip names starting with ``_``, and the sidecar is
+    one short line per connection. A line that is not usable maps nothing, so its connections
+    are quarantined as ``unmapped_connection`` rather than lost.
+    """
+    if path is None:
+        return []
+    rows = []
+    for line in path.read_text().splitlines():
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(obj, dict) and isinstance(obj.get("odcid"), str) and isinstance(obj.get("client_id"), str):
+            experiments = obj.get("experiments") if isinstance(obj.get("experiments"), dict) else None
+            rows.append({
+                "odcid": obj["odcid"].lower(), "client_id": obj["client_id"],
+                **{k: obj.get(k) if isinstance(obj.get(k), str) else None
+                   for k in ("session_id", "platform", "network_type")},
+                "experiments": {str(k): str(v) for k, v in experiments.items()} if experiments else None,
+            })
+    return rows
+
+
 def _mapping(spark: SparkSession, path: Path | None) -> DataFrame:
     """ODCID → client; an ODCID mapped to two different clients is left unmapped (ambiguous)."""
     from pyspark.sql import functions as F
+    from pyspark.sql.types import _parse_datatype_string
 
-    if path is None:
-        return spark.createDataFrame([], MAPPING_DDL)
-    raw = spark.read.schema(MAPPING_DDL).json(str(path)).where(F.col("odcid").isNotNull() & F.col("client_id").isNotNull())
+    raw = spark.createDataFrame(read_mapping(path), _parse_datatype_string(MAPPING_DDL))
     return (
-        raw.withColumn("odcid", F.lower("odcid"))
-        .groupBy("odcid")
+        raw.groupBy("odcid")
         .agg(F.count_distinct("client_id").alias("_clients"), *[F.first(c, ignorenulls=True).alias(c)
              for c in ("client_id", "session_id", "platform", "network_type", "experiments")])
         .where(F.col("_clients") == 1)
