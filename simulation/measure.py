@@ -78,7 +78,7 @@ def rel(treat: float, control: float) -> float:
 Row = tuple[str, str, str, float]  # (seed, metric, seed says, simulator)
 
 
-def fhol_headlines(clients: int = 100_000) -> list[Row]:
+def fhol_headlines(clients: int = 60_000) -> list[Row]:
     """Seed 000: QUIC+FHOL vs QUIC, per platform."""
     exp = "fhol_2026_06"
     w = worlds("fhol", {"control": {exp: "control"}, "fhol": {exp: "fhol"}}, clients=clients,
@@ -117,7 +117,7 @@ def retransmit_rate(frames: dict[str, pd.DataFrame]) -> float:
     return float(c.packets_retransmitted.sum() / c.packets_sent.sum())
 
 
-def cc_headlines(clients: int = 50_000) -> list[Row]:
+def cc_headlines(clients: int = 30_000) -> list[Row]:
     """Seed 003: congestion control and loss recovery experiments, one at a time from the baseline."""
     sc = load_scenario("cc_loss_recovery")
     base = {e.id: e.arms[0].name for e in sc.experiments}

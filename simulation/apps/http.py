@@ -36,7 +36,7 @@ from simulation.transport import TransportArrays, handshake_ms, transfer
 #                         Windows Android macOS iOS   Linux
 SIZE_MEDIAN = np.array([30_000.0, 14_000.0, 30_000.0, 14_000.0, 30_000.0])
 SIZE_SIGMA = np.array([2.0, 1.7, 2.0, 1.7, 2.0])
-CONCURRENT = np.array([3.5, 1.5, 3.5, 1.5, 3.5])  # mean other streams in flight on the connection
+CONCURRENT = np.array([2.8, 1.5, 2.8, 1.5, 2.8])  # mean other streams in flight on the connection
 CONCURRENCY_SHAPE = 0.3  # gamma-Poisson: most requests alone, some in bursts of dozens
 TX_FACTOR = np.array([1.3, 0.8, 1.3, 0.8, 1.3])  # requests per session relative to the workload's
 SERVER_MEDIAN_MS = 40.0

@@ -44,7 +44,7 @@ SAFE_BUFFER_S = 10.0
 FADING_SIGMA = 0.4  # chunk-to-chunk bandwidth variation (log-normal)
 BUFFER_S = 30.0
 DECODE_MS = 80.0
-OTHER_SHARE_MEDIAN = 0.04  # other requests in flight per chunk, relative to the chunk
+OTHER_SHARE_MEDIAN = 0.03  # other requests in flight per chunk, relative to the chunk
 OTHER_REQUESTS = 0.5  # prefetches, thumbnails, ads, stats pings in flight per chunk
 
 
