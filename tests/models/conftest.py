@@ -1,18 +1,16 @@
 """A small simulated lake for the dbt model tests, built once per run.
 
 The fleet simulator (tests/models/scenario_models.yaml: 3 pre-period days, then the
-fhol_2026_06 experiment of registry/experiments.yml) lands telemetry; each upload day is
-loaded into bronze (``load_bronze``) and then, as the daily pipeline does, ``dbt run`` runs incrementally for that day into
-the ``models_inc`` schemas — seven days. The kinds the simulator does not emit yet
-(page_loads, multipath_paths, header_compression) are derived from the day's bronze rows with
-plain PySpark. Finally a ``dbt build --full-refresh`` (models, data tests and unit tests) of the
-last day runs into the ``models_full`` schemas over the same bronze.
+fhol_2026_06 experiment of registry/experiments.yml) lands telemetry, which is loaded into bronze (``load_bronze``); the kinds the simulator does not
+emit yet (page_loads, multipath_paths, header_compression) are derived from the connections with
+plain PySpark. ``full_lake``: one ``dbt build --full-refresh`` (models, data tests, unit tests)
+of the last day. ``incremental_lake``: the same bronze built by seven daily incremental runs,
+as the daily pipeline does, into other schemas (compared in test_incremental.py).
 """
 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 from datetime import date, timedelta
 from pathlib import Path
 
@@ -29,14 +27,6 @@ DERIVED_FROM = "connections"
 DERIVED_KINDS = ("page_loads", "multipath_paths", "header_compression")
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class ModelLakes:
-    """Settings of the incremental and the full-refresh builds (same bronze)."""
-
-    incremental: Settings
-    full: Settings
 
 
 def load_bronze(spark, settings: Settings, last_day: date) -> None:
@@ -136,21 +126,32 @@ def _derived_rows(spark, settings: Settings, conns) -> None:
 
 
 @pytest.fixture(scope="session")
-def model_lakes(spark, lake, tmp_path_factory) -> ModelLakes:
+def full_lake(spark, lake) -> Settings:
+    """Simulated bronze, then ``dbt build --full-refresh`` (models, data and unit tests) of LAST_DAY."""
     import jobs.registry
     from quicexp.dbt import run_dbt
     from simulation.runner import run_scenario
 
-    inc = lake("models_inc")
-    full = inc.model_copy(update={"silver_schema": "models_full_silver", "gold_schema": "models_full_gold",
-                                  "home": inc.home.parent / "models_full"})
-    run_scenario(SCENARIO, inc.landing_root, fmt="parquet")
-    jobs.registry.run(spark, inc, EXPERIMENT_START)
-    load_bronze(spark, inc, LAST_DAY)
+    settings = lake("models_full")
+    run_scenario(SCENARIO, settings.landing_root, fmt="parquet")
+    jobs.registry.run(spark, settings, EXPERIMENT_START)
+    load_bronze(spark, settings, LAST_DAY)
+    run_dbt("build", settings, LAST_DAY, ["--full-refresh"])
+    return settings
+
+
+@pytest.fixture(scope="session")
+def incremental_lake(spark, full_lake) -> Settings:
+    """The same bronze, built by seven daily incremental ``dbt run``s into other schemas."""
+    from quicexp.dbt import run_dbt
+
+    settings = full_lake.model_copy(
+        update={"silver_schema": "models_inc_silver", "gold_schema": "models_inc_gold",
+                "home": full_lake.home.parent / "models_inc"}
+    )  # fmt: skip
     day = FIRST_DAY
     while day <= LAST_DAY:
         log.info("dbt run (incremental) for %s", day)
-        run_dbt("run", inc, day)
+        run_dbt("run", settings, day)
         day += timedelta(days=1)
-    run_dbt("build", full, LAST_DAY, ["--full-refresh"])
-    return ModelLakes(inc, full)
+    return settings

@@ -39,9 +39,9 @@ def _rounded(spark, name: str):
 
 
 @pytest.mark.parametrize(("layer", "table"), TABLES)
-def test_incremental_equals_full_refresh(spark, model_lakes, layer, table):
-    inc = getattr(model_lakes.incremental, f"{layer}_schema")
-    full = getattr(model_lakes.full, f"{layer}_schema")
+def test_incremental_equals_full_refresh(spark, full_lake, incremental_lake, layer, table):
+    inc = getattr(incremental_lake, f"{layer}_schema")
+    full = getattr(full_lake, f"{layer}_schema")
     a, b = _rounded(spark, f"{inc}.{table}"), _rounded(spark, f"{full}.{table}")
     assert a.count() > 0, f"{table} is empty"
     only_inc = a.exceptAll(b)

@@ -29,16 +29,16 @@ def _expected_keys() -> set[tuple]:
     return keys
 
 
-def test_sufficient_stats_columns_are_the_engine_input(spark, model_lakes):
-    cols = spark.table(f"{model_lakes.full.gold_schema}.experiment_sufficient_stats").columns
+def test_sufficient_stats_columns_are_the_engine_input(spark, full_lake):
+    cols = spark.table(f"{full_lake.gold_schema}.experiment_sufficient_stats").columns
     expected = list(dict.fromkeys(REQUIRED_COLUMNS[:3] + ["is_guardrail"] + REQUIRED_COLUMNS[3:]))
     assert set(cols) == set(expected + SUM_COLUMNS + ARRAY_COLUMNS)
 
 
-def test_every_metric_segment_and_day_is_in_the_marts(spark, model_lakes):
+def test_every_metric_segment_and_day_is_in_the_marts(spark, full_lake):
     from pyspark.sql import functions as F
 
-    gold = model_lakes.full.gold_schema
+    gold = full_lake.gold_schema
     expected = _expected_keys()
     for table, day_col in (("experiment_sufficient_stats", "as_of_date"), ("metric_values_to_date", "as_of_date"),
                            ("metric_values_daily", "event_date")):  # fmt: skip
@@ -58,14 +58,14 @@ def test_every_metric_segment_and_day_is_in_the_marts(spark, model_lakes):
             assert set(r["arms"]) == {"control", "fhol"}, f"{table} {key}: arms {r['arms']}"
 
 
-def test_stats_engine_accepts_the_mart(spark, model_lakes):
+def test_stats_engine_accepts_the_mart(spark, full_lake):
     """The engine analyses every comparison of the last day without a bad-row message."""
     from pyspark.sql import functions as F
 
     from stats.engine import analyze_table
 
     pdf = (
-        spark.table(f"{model_lakes.full.gold_schema}.experiment_sufficient_stats")
+        spark.table(f"{full_lake.gold_schema}.experiment_sufficient_stats")
         .where((F.col("as_of_date") == F.lit(LAST_DAY)) & F.col("segment_type").isin("overall", "platform"))
         .toPandas()
     )
@@ -78,22 +78,22 @@ def test_stats_engine_accepts_the_mart(spark, model_lakes):
     assert overall[overall["metric_kind"] != "quantile"]["flags"].str.contains("cuped").all()
 
 
-def test_metric_values_agree_with_sufficient_stats(spark, model_lakes):
+def test_metric_values_agree_with_sufficient_stats(spark, full_lake):
     from pyspark.sql import functions as F
 
-    gold = model_lakes.full.gold_schema
+    gold = full_lake.gold_schema
     ss = spark.table(f"{gold}.experiment_sufficient_stats")
     tv = spark.table(f"{gold}.metric_values_to_date")
     joined = ss.join(tv, ["experiment_id", "arm", "metric", "segment_type", "segment_value", "as_of_date"]).where(
-        F.col("quantile_p").isNull() | (ss["quantile_p"] == tv["quantile_p"])
+        ss["quantile_p"].eqNullSafe(tv["quantile_p"])
     )
-    ratio = joined.where(ss["metric_kind"] == "ratio").select((F.col("value") - F.col("sum_y") / F.col("sum_x")).alias("d"))
-    assert ratio.where(F.abs("d") > 1e-9 * 1e6).count() == 0
+    ratio = joined.where(ss["metric_kind"] == "ratio").select("value", (F.col("sum_y") / F.col("sum_x")).alias("r"))
+    assert ratio.count() > 0
+    assert ratio.where(F.abs(F.col("value") - F.col("r")) > 1e-12 * F.abs("r")).count() == 0
     # the first day's daily value is the to-date value of that day
     daily = spark.table(f"{gold}.metric_values_daily").where(F.col("event_date") == F.lit(EXPERIMENT_START))
     first = tv.where(F.col("as_of_date") == F.lit(EXPERIMENT_START)).withColumnRenamed("value", "to_date")
-    both = daily.join(first, ["experiment_id", "arm", "metric", "segment_type", "segment_value", "quantile_p"] if False
-                      else ["experiment_id", "arm", "metric", "segment_type", "segment_value"])
-    both = both.where(daily["quantile_p"].eqNullSafe(first["quantile_p"]))
+    keys = ["experiment_id", "arm", "metric", "segment_type", "segment_value"]
+    both = daily.join(first, keys).where(daily["quantile_p"].eqNullSafe(first["quantile_p"]))
     assert both.count() > 0
     assert both.where(F.abs(F.col("value") - F.col("to_date")) > 1e-9 * F.abs(F.col("to_date")) + 1e-9).count() == 0

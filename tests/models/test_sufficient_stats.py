@@ -59,11 +59,11 @@ def _close(a, b, rel=REL) -> bool:
 
 
 @pytest.fixture(scope="module")
-def raw(spark, model_lakes):
+def raw(spark, full_lake):
     """Experiment events of all kinds, the units' segments per as_of_date, and the mart."""
     from pyspark.sql import functions as F
 
-    bronze = model_lakes.full.bronze_schema
+    bronze = full_lake.bronze_schema
     arm = F.col("experiments").getItem(EXPERIMENT_ID)
     in_exp = {}
     for kind in KINDS:
@@ -80,7 +80,7 @@ def raw(spark, model_lakes):
         .agg(F.min("platform").alias("platform"), F.min("network_type").alias("network_type"))
         .withColumn("overall", F.lit("all"))
     )
-    mart = spark.table(f"{model_lakes.full.gold_schema}.experiment_sufficient_stats").where(
+    mart = spark.table(f"{full_lake.gold_schema}.experiment_sufficient_stats").where(
         F.col("experiment_id") == EXPERIMENT_ID
     )
     return {"bronze": bronze, "in_exp": in_exp, "units": units, "as_of": as_of, "mart": mart}
