@@ -66,7 +66,7 @@ def test_killed_ingest_leaves_no_partial_rows_and_retry_equals_clean_run(ingest_
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
     try:
-        caught = _kill_between_write_and_commit(proc, [warehouse / t for t in TABLES], timeout=900)
+        caught = _kill_between_write_and_commit(proc, [warehouse / t for t in TABLES], timeout=1800)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
