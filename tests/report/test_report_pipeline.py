@@ -24,6 +24,8 @@ from quicexp.registry import Arm, Experiment, Registry, load_registry
 from simulation.runner import run_scenario
 from simulation.scenario import load_scenario, validate_scenario
 
+pytestmark = [pytest.mark.slow, pytest.mark.e2e]
+
 START = date(2026, 6, 15)
 DAYS = 2
 CLIENTS = 3000
