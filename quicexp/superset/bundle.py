@@ -29,6 +29,10 @@ _ASSET_DIRS = ("databases", "datasets", "charts", "dashboards")
 
 # Keys an instance adds to chart params that refer to its own ids or are UI-only state.
 _INSTANCE_PARAM_KEYS = {"datasource", "slice_id", "dashboards", "url_params", "extra_form_data"}
+# Optional keys the canonical bundle leaves out when null; rendering spells them out as null,
+# because Superset's overwrite import keeps an existing value for a key that is absent.
+_COLUMN_KEYS = ("expression", "description", "verbose_name", "python_date_format", "advanced_data_type")
+_METRIC_KEYS = ("description", "verbose_name", "d3format", "warning_text", "currency", "metric_type")
 # Dashboard metadata keys that refer to instance ids of charts.
 _INSTANCE_DASHBOARD_KEYS = {
     "chart_configuration",
@@ -75,6 +79,8 @@ def render(files: dict[str, dict[str, Any]], settings: Settings) -> dict[str, di
             if doc.get("schema") == CANONICAL_SCHEMA:
                 doc["schema"] = schema
             doc["sql"] = _swap_schema(doc.get("sql"), CANONICAL_SCHEMA, schema)
+            doc["columns"] = [{**dict.fromkeys(_COLUMN_KEYS), **c} for c in doc.get("columns", [])]
+            doc["metrics"] = [{**dict.fromkeys(_METRIC_KEYS), **m} for m in doc.get("metrics", [])]
         elif rel == "metadata.yaml":
             doc = dict(METADATA)
         out[rel] = doc
