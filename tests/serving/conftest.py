@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import date, timedelta
 
@@ -26,6 +27,7 @@ EXPERIMENT = "fhol_2026_06"
 @dataclass(frozen=True)
 class ServingLake:
     settings: Settings
+    background: dict  # name -> Future of the services set up while the pipeline ran
     first_day: date
     stand_ins: tuple[
         str, ...
@@ -34,6 +36,11 @@ class ServingLake:
     @property
     def next_day(self) -> date:
         return self.first_day + timedelta(days=1)
+
+
+def _timed(fn, *args, **kwargs):
+    started = time.monotonic()
+    return fn(*args, **kwargs), time.monotonic() - started
 
 
 def _pipeline_day(spark, settings: Settings, day: date) -> None:
@@ -48,12 +55,12 @@ def _pipeline_day(spark, settings: Settings, day: date) -> None:
     registry = load_registry()
     jobs.registry.run(spark, settings, day, registry)
     jobs.ingest.run(spark, settings, day)
-    run_dbt("build", settings, day)
+    run_dbt("run", settings, day)  # models only: their tests run in the models' own suite
     jobs.experiment_results.run(spark, settings, day, registry)
 
 
 @pytest.fixture(scope="session")
-def serving(spark, lake) -> ServingLake:
+def serving(request, spark, lake) -> ServingLake:
     """Two simulated upload days in the landing zone; the pipeline run over the first one."""
     from simulation.runner import run_scenario
     from tests.serving.stand_ins import ensure_contract, missing_result_rows
@@ -67,6 +74,25 @@ def serving(spark, lake) -> ServingLake:
             ),
         }
     )
+    # Superset's first setup and the Thrift server's JVM start need no data: overlap them with the
+    # pipeline day (the `thrift` and `superset` fixtures wait for them).
+    from quicexp.serve import start_thrift, stop_thrift
+    from quicexp.superset import service
+
+    pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="serving-setup")
+    background = {
+        "superset_setup": pool.submit(_timed, service.setup, settings, log=log.info),
+        "thrift": pool.submit(
+            _timed, start_thrift, settings, driver_memory="1500m", timeout_s=900, log=log.info
+        ),
+    }
+    pool.shutdown(wait=False)
+
+    def stop_background_thrift() -> None:  # whatever happens below, stop the JVM we started
+        background["thrift"].exception()  # waits for the start attempt to end
+        stop_thrift(settings)
+
+    request.addfinalizer(stop_background_thrift)
     manifest = run_scenario(
         REPO_ROOT / "simulation" / "scenarios" / "fhol.yaml",
         settings.landing_root,
@@ -90,18 +116,20 @@ def serving(spark, lake) -> ServingLake:
             f"[serving] experiment_results rows the pipeline does not produce yet: {missing}",
             file=sys.stderr,
         )
-    return ServingLake(settings, first, tuple(stand_ins), tuple(missing))
+    return ServingLake(settings, background, first, tuple(stand_ins), tuple(missing))
 
 
 @pytest.fixture(scope="session")
 def thrift(serving: ServingLake):
     """The Spark Thrift Server of the serving namespace (host, port)."""
-    from quicexp.serve import start_thrift, stop_thrift
+    from quicexp.serve import stop_thrift
 
     settings = serving.settings
-    started = time.monotonic()
-    start_thrift(settings, driver_memory="1500m", timeout_s=600, log=log.info)
-    print(f"\n[serving] thrift server up in {time.monotonic() - started:.0f}s", file=sys.stderr)
+    _, seconds = serving.background["thrift"].result()
+    print(
+        f"\n[serving] thrift server up in {seconds:.0f}s (started beside the pipeline)",
+        file=sys.stderr,
+    )
     yield settings.services.bind_host, settings.services.thrift_port
     stop_thrift(settings)
 
@@ -138,13 +166,13 @@ def superset(serving: ServingLake, thrift) -> SupersetInstance:
     from quicexp.superset import service
 
     settings = serving.settings
+    password, setup_seconds = serving.background["superset_setup"].result()
     started = time.monotonic()
-    password = service.setup(settings, log=log.info)
-    setup_seconds = time.monotonic() - started
     assert password, "a fresh state dir must yield a generated admin password"
     service.start(settings, timeout_s=600, log=log.info)
     print(
-        f"\n[serving] superset setup {setup_seconds:.0f}s, up after {time.monotonic() - started:.0f}s",
+        f"\n[serving] superset setup {setup_seconds:.0f}s (beside the pipeline), "
+        f"web server up after {time.monotonic() - started:.0f}s",
         file=sys.stderr,
     )
     yield SupersetInstance(service.base_url(settings), service.ADMIN_USER, password, setup_seconds)
