@@ -19,7 +19,7 @@ import jobs.registry
 import jobs.report
 from quicexp.config import Settings
 from quicexp.dbt import run_dbt
-from quicexp.registry import load_registry
+from quicexp.registry import Registry, load_registry
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -36,8 +36,8 @@ class DayOutcome:
     seconds: dict[str, float] = field(default_factory=dict)
 
 
-def run_day(spark: SparkSession, settings: Settings, day: date) -> DayOutcome:
-    registry = load_registry()
+def run_day(spark: SparkSession, settings: Settings, day: date, registry: Registry | None = None) -> DayOutcome:
+    registry = registry or load_registry()
     outcome = DayOutcome(day=day)
 
     def stage(name: str, fn):
@@ -52,6 +52,6 @@ def run_day(spark: SparkSession, settings: Settings, day: date) -> DayOutcome:
     stage("dbt", lambda: run_dbt("build", settings, day))
     outcome.comparisons = stage("results", lambda: jobs.experiment_results.run(spark, settings, day, registry))
     for experiment in registry.running_on(day):
-        paths = stage(f"report {experiment.id}", lambda e=experiment: jobs.report.run(spark, settings, day, e.id))
+        paths = stage(f"report {experiment.id}", lambda e=experiment: jobs.report.run(spark, settings, day, e.id, registry))
         outcome.reports.append(paths.html)
     return outcome
