@@ -65,14 +65,17 @@ class TransportOverrides(_Strict):
         return base.model_copy(update=self.model_dump(exclude_none=True))
 
 
+ID_PATTERN = r"^[A-Za-z0-9_.:-]+$"  # ids and arm names land unescaped in JSON and paths
+
+
 class Arm(_Strict):
-    name: str = Field(min_length=1, max_length=64)
+    name: str = Field(min_length=1, max_length=64, pattern=ID_PATTERN)
     weight: float = Field(1.0, gt=0)
     transport: TransportOverrides = TransportOverrides()
 
 
 class Experiment(_Strict):
-    id: str = Field(min_length=1, max_length=128)
+    id: str = Field(min_length=1, max_length=128, pattern=ID_PATTERN)
     salt: str = ""
     enrolled_fraction: float = Field(1.0, gt=0, le=1)
     start_day: int = Field(0, ge=0, description="days after the scenario start before enrolment (pre-period)")
