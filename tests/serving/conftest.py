@@ -29,9 +29,8 @@ class ServingLake:
     settings: Settings
     background: dict  # name -> Future of the services set up while the pipeline ran
     first_day: date
-    stand_ins: tuple[
-        str, ...
-    ]  # contract tables/rows the pipeline does not produce yet (see stand_ins.py)
+    stand_ins: tuple[str, ...]  # contract tables derived by the test fixture (stand_ins.py)
+    missing_rows: tuple[str, ...]  # experiment_results rows the pipeline does not produce yet
 
     @property
     def next_day(self) -> date:
