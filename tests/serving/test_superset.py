@@ -9,6 +9,7 @@ import stat
 import pytest
 import requests
 import yaml
+from bs4 import BeautifulSoup
 
 from quicexp.config import REPO_ROOT
 from quicexp.superset import bundle, service
@@ -73,19 +74,28 @@ def test_wrong_password_is_refused(superset):
         timeout=60,
     )
     assert api.status_code == 401
-    with requests.Session() as browser:
-        page = browser.get(f"{superset.url}/login/", timeout=60)
-        token = page.text.split('name="csrf_token" type="hidden" value="', 1)[-1].split('"', 1)[0]
-        form = browser.post(
-            f"{superset.url}/login/",
-            data={"username": superset.user, "password": "admin", "csrf_token": token},
-            allow_redirects=False,
-            timeout=60,
-        )
-        assert form.status_code in (302, 303, 401)
-        assert "/login" in form.headers.get("Location", "/login")
-        private = browser.get(f"{superset.url}/api/v1/dashboard/", timeout=60)
-        assert private.status_code == 401
+    for password, logged_in in (
+        ("admin", False),
+        (superset.password + "x", False),
+        (superset.password, True),
+    ):
+        with requests.Session() as browser:
+            page = browser.get(f"{superset.url}/login/", timeout=60)
+            token = BeautifulSoup(page.text, "html.parser").find("input", {"name": "csrf_token"})[
+                "value"
+            ]
+            form = browser.post(
+                f"{superset.url}/login/",
+                data={"username": superset.user, "password": password, "csrf_token": token},
+                allow_redirects=False,
+                timeout=60,
+            )
+            assert form.status_code in (302, 303)
+            assert ("/login" in form.headers["Location"]) is not logged_in
+            me = browser.get(f"{superset.url}/api/v1/me/", timeout=60)
+            assert me.status_code == (
+                200 if logged_in else 401
+            )  # the right password is the control
 
 
 def _params(chart: dict) -> dict:
