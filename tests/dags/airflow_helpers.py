@@ -76,7 +76,7 @@ class DagRunResult:
         return "\n".join(self.output.splitlines()[-lines:])
 
 
-def run_dag(env: dict[str, str], day: str, log_dir: Path, timeout: float = 1800) -> DagRunResult:
+def run_dag(env: dict[str, str], day: str, log_dir: Path, timeout: float = 3600) -> DagRunResult:
     """``airflow dags test quicexp_daily <day>`` as a subprocess of the Airflow environment."""
     log_dir.mkdir(parents=True, exist_ok=True)
     log = log_dir / f"dags-test-{day}-{time.monotonic_ns()}.log"
