@@ -178,6 +178,11 @@ def _register_optional_commands() -> None:
     from jobs.qlog.cli import qlog_command
 
     app.command("ingest-qlog", help="Load one upload day's qlog files into bronze.qlog_connections.")(qlog_command)
+    from quicexp.serve import serve_app
+    from quicexp.superset.cli import superset_app
+
+    app.add_typer(serve_app, name="serve")
+    app.add_typer(superset_app, name="superset")
 
 
 def main(argv: list[str] | None = None) -> int:
