@@ -1,0 +1,123 @@
+"""Cluster mode, proven: one simulated day on a Spark standalone cluster = the same day in local mode.
+
+A master and two workers run from the installed pyspark on 127.0.0.1. ``quicexp run-day`` runs
+in a subprocess with ``SPARK_MASTER=spark://…`` (configuration only), while this process runs
+the same day on the same landing data with its own local[2] session. The two
+``experiment_results`` tables must have the same order-independent checksum.
+
+Code reaches the executors as it would on a real cluster: the executors' Python has the
+dependencies but not the project, so ``jobs`` imports there only from the zip the driver ships
+(``spark.submit.pyFiles``); Delta comes through ``spark.jars``. The lake directory is the one
+thing shared through the filesystem, as NFS or an object store would be (docs/deploy.md).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import subprocess
+import sys
+from datetime import date
+from pathlib import Path
+
+import pytest
+from _deploy_procs import subprocess_env, wait_for
+
+from jobs.delta_io import qualified
+from quicexp.pipeline import run_day
+from simulation.runner import run_scenario
+
+pytestmark = pytest.mark.e2e
+
+DAY = date(2026, 6, 15)
+CLIENTS = 2000
+APP = Path(__file__).with_name("_deploy_cluster_app.py")
+
+
+def _canonical(value) -> str:
+    """One value as text; floats to 9 significant digits (sums may add in another order)."""
+    if value is None:
+        return "null"
+    if isinstance(value, float):
+        return "nan" if math.isnan(value) else f"{value:.9g}"
+    if hasattr(value, "tolist"):
+        value = value.tolist()
+    if isinstance(value, (list, tuple)):
+        return "[" + ",".join(_canonical(v) for v in value) + "]"
+    return str(value)
+
+
+def results_checksum(rows: list[dict]) -> str:
+    """Order-independent checksum of result rows: sha256 over the sorted canonical rows."""
+    lines = sorted("|".join(f"{k}={_canonical(row[k])}" for k in sorted(row)) for row in rows)
+    return hashlib.sha256("\n".join(lines).encode()).hexdigest()
+
+
+def _results(spark, settings) -> list[dict]:
+    return [row.asDict(recursive=True) for row in spark.table(qualified(settings.gold_schema, "experiment_results")).collect()]
+
+
+def test_checksum_ignores_row_order_and_last_bits_only():
+    a = [{"x": 1.0, "k": "a"}, {"x": 2.0, "k": "b"}]
+    assert results_checksum(a) == results_checksum(list(reversed(a)))
+    assert results_checksum(a) == results_checksum([{"x": 1.0 + 1e-15, "k": "a"}, {"x": 2.0, "k": "b"}])
+    assert results_checksum(a) != results_checksum([{"x": 1.001, "k": "a"}, {"x": 2.0, "k": "b"}])
+
+
+def test_one_day_on_a_standalone_cluster_matches_local_mode(spark, lake, standalone_cluster, bare_executor_python, tmp_path):
+    local, remote = lake("deploy_local"), lake("deploy_cluster")
+    manifest = run_scenario("fhol", local.landing_root, days=1, clients=CLIENTS, start_date=DAY, workers=1)
+    assert manifest["events_total"] > 0
+
+    env = subprocess_env(
+        QUICEXP_SPARK__MASTER=None,  # the test run pins local[2]; the cluster run uses Spark's own variable
+        SPARK_MASTER=standalone_cluster.master_url,
+        SPARK_LOCAL_IP="127.0.0.1",
+        PYSPARK_PYTHON=str(bare_executor_python),
+        QUICEXP_SPARK__DRIVER_MEMORY="1g",
+        QUICEXP_HOME=str(remote.home),
+        QUICEXP_LAKE_ROOT=str(remote.lake_root),
+        QUICEXP_METASTORE_DIR=str(remote.metastore_dir),
+        QUICEXP_LANDING_ROOT=str(local.landing_root),
+        QUICEXP_BRONZE_SCHEMA=remote.bronze_schema,
+        QUICEXP_SILVER_SCHEMA=remote.silver_schema,
+        QUICEXP_GOLD_SCHEMA=remote.gold_schema,
+    )
+    log = tmp_path / "cluster-driver.log"
+    with log.open("w") as err:
+        # Started first so its JVM start-up overlaps the local run below.
+        driver = subprocess.Popen([sys.executable, str(APP), DAY.isoformat()], env=env, cwd=tmp_path,
+                                  stdout=subprocess.PIPE, stderr=err, text=True)  # fmt: skip
+        try:
+            outcome = run_day(spark, local, DAY)
+            out, _ = driver.communicate(timeout=1800)
+        finally:
+            if driver.poll() is None:
+                driver.kill()
+    tail = "\n".join(log.read_text(errors="replace").splitlines()[-40:])
+    assert driver.returncode == 0, f"cluster run failed:\n{tail}"
+    report = json.loads(out.strip().splitlines()[-1])
+
+    # It ran on the cluster, and the executors got the code from the shipped zip.
+    assert report["master"] == standalone_cluster.master_url
+    def finished_apps() -> set[str]:
+        return {a["name"] for a in standalone_cluster.state()["completedapps"]}
+
+    wait_for("the master to list the finished application", lambda: "quicexp-daily" in finished_apps(), 60)
+    probes = [json.loads(p) for p in report["executors"]]
+    assert probes, report
+    workers = standalone_cluster.root.resolve()
+    for probe in probes:
+        assert probe["python"] == str(bare_executor_python), probe
+        assert ".zip" in probe["jobs_file"] and Path(report["py_files"]).name in probe["jobs_file"], probe
+        assert Path(probe["cwd"]).resolve().is_relative_to(workers), probe
+    assert len({p["cwd"] for p in probes}) == 2, "both workers should have run tasks"
+
+    # Same results as local mode.
+    local_rows, cluster_rows = _results(spark, local), _results(spark, remote)
+    assert outcome.comparisons == len(local_rows) > 0
+    assert len(cluster_rows) == len(local_rows)
+    assert results_checksum(cluster_rows) == results_checksum(local_rows)
+    print(f"\ncluster vs local: {len(local_rows)} result rows, checksum {results_checksum(local_rows)[:16]}, "
+          f"{manifest['events_total']} events, local stages {({k: round(v, 1) for k, v in outcome.seconds.items()})}")
