@@ -23,7 +23,9 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import date
 from functools import reduce
@@ -42,6 +44,11 @@ if TYPE_CHECKING:
 log = logging.getLogger("quicexp.ingest")
 
 WRITE_THREADS = 3
+# Catalyst's constraint propagation grows combinatorially on the wide CASE/COALESCE projections
+# of validation, worst over a union (several Parquet schema groups of one kind): the heap fills
+# and the driver thrashes in GC. Filter inference gains nothing here, so the job turns it off
+# while it runs (SPARK-19846 and friends).
+SCOPED_CONF = {"spark.sql.constraintPropagation.enabled": "false"}
 
 
 @dataclass
@@ -108,6 +115,21 @@ def _read_error(exc: Exception, day: date) -> LandingError:
     return LandingError(f"ingest {day} failed while reading the landing files, nothing was written: {first[:300]}")
 
 
+@contextmanager
+def _scoped_conf(spark: SparkSession, conf: dict[str, str]) -> Iterator[None]:
+    saved = {key: spark.conf.get(key, None) for key in conf}
+    for key, value in conf.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)
+
+
 def run(
     spark: SparkSession,
     settings: Settings,
@@ -117,6 +139,11 @@ def run(
     cascade: bool = True,
 ) -> IngestSummary:
     """Ingest the upload day ``day`` for every event kind (or ``kinds``); see the module docstring."""
+    with _scoped_conf(spark, SCOPED_CONF):
+        return _run(spark, settings, day, kinds, cascade=cascade)
+
+
+def _run(spark: SparkSession, settings: Settings, day: date, kinds: tuple[str, ...] | None, *, cascade: bool) -> IngestSummary:
     from py4j.protocol import Py4JJavaError
     from pyspark import StorageLevel
     from pyspark.errors import PySparkException
