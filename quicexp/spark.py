@@ -110,6 +110,9 @@ def spark_conf(settings: Settings, app_name: str = "quicexp") -> dict[str, str]:
         conf["spark.hadoop.javax.jdo.option.ConnectionUserName"] = catalog.user
     if catalog.password:
         conf["spark.hadoop.javax.jdo.option.ConnectionPassword"] = catalog.password
+    if not is_cluster(settings):
+        # Delta rebuilds a table's state with 50 tasks by default; on one machine 2 suffice.
+        conf["spark.databricks.delta.snapshotPartitions"] = "2"
     conf.update(settings.spark.extra_conf)
     return conf
 
@@ -152,6 +155,9 @@ def build_spark(settings: Settings, app_name: str = "quicexp") -> SparkSession:
     from quicexp.catalog import ensure_catalog
 
     ensure_catalog(settings)
+    # PySpark starts its Python workers with $PYSPARK_PYTHON (default: `python3` on PATH, which
+    # may lack pyarrow); use this interpreter unless the caller chose another.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     conf = spark_conf(settings, app_name)
     if is_cluster(settings) and "spark.submit.pyFiles" not in conf:
         # Cluster executors do not share this interpreter: ship the project with the app.
