@@ -195,6 +195,7 @@ def test_quantile_statistics_match_pyspark(spark, raw, metric):
     table, value, flt, ps = QUANTILE_METRICS[metric]
     ev = (
         raw["in_exp"][table].where(F.expr(flt) & F.col(value).isNotNull())
+        .drop("platform", "network_type")  # the unit's segment comes from raw["units"]
         .join(raw["as_of"], F.col("event_date") <= F.col("as_of_date"))
         .join(raw["units"], ["client_id", "arm", "as_of_date"])
         .withColumn("bin", _binned(F.col(value)))
