@@ -35,7 +35,7 @@ def run(spark: SparkSession, settings: Settings, day: date, registry: Registry |
     """Recompute results for every as-of date the run may have changed; returns the row count."""
     from pyspark.sql import functions as F
 
-    registry = registry or load_registry()
+    registry = registry or load_registry(settings.registry_file)
     first = day - timedelta(days=settings.ingest.lookback_days)
     window = F.col("as_of_date").between(F.lit(first), F.lit(day))
     source = spark.table(qualified(settings.gold_schema, "experiment_sufficient_stats")).where(window)

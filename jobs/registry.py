@@ -28,7 +28,7 @@ def arm_rows(registry: Registry) -> list[tuple]:
 
 def run(spark: SparkSession, settings: Settings, day: date, registry: Registry | None = None) -> int:
     """Replace the registry table with the registry file's content; returns the arm count."""
-    registry = registry or load_registry()
+    registry = registry or load_registry(settings.registry_file)
     ensure_schema(spark, settings.bronze_schema)
     rows = arm_rows(registry)
     df = spark.createDataFrame(rows, ARMS_DDL).orderBy("experiment_id", "arm")

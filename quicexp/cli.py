@@ -160,7 +160,7 @@ def demo(
     from quicexp.registry import load_registry
 
     settings = _settings()
-    load_registry().get(EXPERIMENT)  # fail early if the registry lost the experiment
+    load_registry(settings.registry_file).get(EXPERIMENT)  # fail early if the registry lost the experiment
     # Simulate before the JVM starts: the simulator's worker processes must not inherit
     # the Py4J gateway's socket.
     first = simulate(settings, days, clients)

@@ -111,6 +111,8 @@ class Settings(BaseSettings):
     reports_dir: Path | None = None
     metastore_dir: Path | None = None
     state_dir: Path = Path.home() / ".config" / "quicexp"
+    #: the experiment registry (QUICEXP_REGISTRY_FILE): which experiments run, arms and splits
+    registry_file: Path = REPO_ROOT / "registry" / "experiments.yml"
     jar_cache: Path = Path.home() / ".cache" / "quicexp" / "jars"
     bronze_schema: str = "bronze"
     silver_schema: str = "silver"

@@ -37,7 +37,7 @@ class DayOutcome:
 
 
 def run_day(spark: SparkSession, settings: Settings, day: date, registry: Registry | None = None) -> DayOutcome:
-    registry = registry or load_registry()
+    registry = registry or load_registry(settings.registry_file)
     outcome = DayOutcome(day=day)
 
     def stage(name: str, fn):

@@ -8,9 +8,7 @@ from pathlib import Path
 import yaml
 from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
-from quicexp.config import REPO_ROOT, ConfigError, validate_identifier
-
-REGISTRY_FILE = REPO_ROOT / "registry" / "experiments.yml"
+from quicexp.config import ConfigError, validate_identifier
 
 
 class Arm(BaseModel):
@@ -72,7 +70,12 @@ class Registry(BaseModel):
         return {e.id: {a.name: a.share for a in e.arms} for e in self.experiments}
 
 
-def load_registry(path: Path = REGISTRY_FILE) -> Registry:
+def load_registry(path: Path | None = None) -> Registry:
+    """The registry at ``path``; by default the configured one (``Settings.registry_file``)."""
+    if path is None:
+        from quicexp.config import load_settings
+
+        path = load_settings().registry_file
     try:
         data = yaml.safe_load(Path(path).read_text())
         return Registry.model_validate(data)

@@ -80,3 +80,12 @@ def lake(base_settings: Settings) -> Callable[[str], Settings]:
         )
 
     return make
+
+
+@pytest.fixture(scope="session")
+def pipeline_lake(spark, lake):
+    """The run's one simulated pipeline lake (tests/pipeline_lake.py): three days, four
+    experiments, run once and read by the e2e, report and DAG tests."""
+    from tests import pipeline_lake as shared
+
+    return shared.build(spark, lake(shared.NAMESPACE))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from datetime import date
 
 import pytest
@@ -11,8 +12,10 @@ from quicexp.config import ConfigError, load_settings, parse_day, validate_ident
 
 @pytest.fixture
 def clean_env(monkeypatch):
-    for key in ("QUICEXP_CONFIG", "SPARK_MASTER", "QUICEXP_SPARK__MASTER", "QUICEXP_BRONZE_SCHEMA"):
-        monkeypatch.delenv(key, raising=False)
+    """No QUICEXP_* or SPARK_MASTER from the caller (the test session exports some of its own)."""
+    for key in list(os.environ):
+        if key.startswith("QUICEXP_") or key == "SPARK_MASTER":
+            monkeypatch.delenv(key)
     return monkeypatch
 
 

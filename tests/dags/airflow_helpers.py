@@ -1,17 +1,14 @@
 """Helpers of the DAG tests: run the DAG in the Airflow environment, point it at a test namespace,
-read the failure records, fingerprint gold tables order-independently."""
+read the failure records."""
 
 from __future__ import annotations
 
-import hashlib
 import json
-import math
 import shlex
 import socket
 import subprocess
 import time
 from dataclasses import dataclass
-from datetime import date
 from pathlib import Path
 
 from quicexp.config import REPO_ROOT, Settings
@@ -19,7 +16,6 @@ from quicexp.config import REPO_ROOT, Settings
 AIRFLOW = REPO_ROOT / ".venvs" / "airflow" / "bin" / "airflow"
 AIRFLOW_SCRIPT = REPO_ROOT / "scripts" / "airflow.sh"
 DAG_ID = "quicexp_daily"
-DAYS = ["2026-06-15", "2026-06-16", "2026-06-17"]
 
 #: short timings for tests (production defaults are in dags/quicexp_airflow/config.py)
 TEST_TIMING = {
@@ -46,15 +42,17 @@ def parse_exports(text: str) -> dict[str, str]:
 
 
 def namespace_env(
-    airflow_env: dict[str, str], settings: Settings, landing_root: Path
+    airflow_env: dict[str, str], settings: Settings, landing_root: Path, registry_file: Path
 ) -> dict[str, str]:
-    """``airflow_env`` pointed at one test namespace (its own home and schemas, the shared lake)."""
+    """``airflow_env`` pointed at one test namespace (its own home and schemas, the shared lake,
+    the shared pipeline lake's landing zone and experiment registry)."""
     return {
         **airflow_env,
         "QUICEXP_HOME": str(settings.home),
         "QUICEXP_LAKE_ROOT": str(settings.lake_root),
         "QUICEXP_METASTORE_DIR": str(settings.metastore_dir),
         "QUICEXP_LANDING_ROOT": str(landing_root),
+        "QUICEXP_REGISTRY_FILE": str(registry_file),
         "QUICEXP_BRONZE_SCHEMA": settings.bronze_schema,
         "QUICEXP_SILVER_SCHEMA": settings.silver_schema,
         "QUICEXP_GOLD_SCHEMA": settings.gold_schema,
@@ -99,35 +97,3 @@ def failure_records(env: dict[str, str]) -> list[dict]:
     if not path.exists():
         return []
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-
-
-def _normal(value):
-    """Make a cell comparable across runs: floats to 9 significant digits (Spark's sums of
-    doubles may differ in the last bits with partition order), containers element-wise."""
-    if isinstance(value, float):
-        return "nan" if math.isnan(value) else float(f"{value:.9g}")
-    if isinstance(value, (list, tuple)):
-        return [_normal(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _normal(v) for k, v in sorted(value.items())}
-    if isinstance(value, date):
-        return value.isoformat()
-    return value
-
-
-def table_fingerprints(spark, schema: str) -> dict[str, tuple[int, str]]:
-    """Order-independent fingerprint of every table of ``schema``: (rows, sha256 of sorted rows)."""
-    prints = {}
-    for table in spark.catalog.listTables(schema):
-        if table.tableType == "VIEW":
-            continue
-        name = f"{schema}.{table.name}"
-        spark.catalog.refreshTable(name)
-        frame = spark.table(name)
-        columns = sorted(frame.columns)
-        rows = sorted(
-            json.dumps([_normal(row[c]) for c in columns], default=str)
-            for row in frame.select(*columns).collect()
-        )
-        prints[table.name] = (len(rows), hashlib.sha256("\n".join(rows).encode()).hexdigest())
-    return prints

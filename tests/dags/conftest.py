@@ -1,5 +1,5 @@
-"""Fixtures for the DAG tests: a real Airflow (metadata DB under the run's state dir) and one
-simulated landing zone shared by every namespace.
+"""Fixtures for the DAG tests: a real Airflow (metadata DB under the run's state dir). The DAG
+reads the landing zone and registry of the run's shared pipeline lake (tests/pipeline_lake.py).
 
 Airflow runs in its own environment (.venvs/airflow) as a subprocess; pytest runs in the pipeline
 environment and reads the lake through the session's one Spark session.
@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import os
 import subprocess
-from pathlib import Path
 
 import pytest
 
-from quicexp.config import REPO_ROOT, Settings
+from quicexp.config import Settings
 from tests.dags.airflow_helpers import AIRFLOW_SCRIPT, TEST_TIMING, free_port, parse_exports
 
 
@@ -33,15 +32,3 @@ def airflow_env(base_settings: Settings) -> dict[str, str]:
     env.update(parse_exports(exported.stdout))
     assert env["AIRFLOW_HOME"].startswith(str(base_settings.state_dir))
     return env
-
-
-@pytest.fixture(scope="session")
-def shared_landing(base_settings: Settings) -> Path:
-    """One small FHOL landing zone (3 days, ~1500 clients) that every DAG test namespace reads."""
-    from simulation.runner import run_scenario
-
-    landing = Path(base_settings.home) / "dags-landing"
-    run_scenario(
-        REPO_ROOT / "simulation" / "scenarios" / "fhol.yaml", landing, days=3, clients=1500, seed=7
-    )
-    return landing

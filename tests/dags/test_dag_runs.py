@@ -1,13 +1,15 @@
-"""Real runs of quicexp_daily: `airflow dags test` per day, and a back-fill through a real scheduler.
+"""Real runs of quicexp_daily: a back-fill through a real scheduler, then `airflow dags test`.
 
-Fewest runs that prove each property (every day-run starts four Spark JVMs):
+Fewest runs that prove each property (every day-run starts four Spark JVMs and takes minutes):
 
 - a day without landing data: the sensor fails after its (short) timeout, nothing is written;
-- namespace ``dags_seq``: three days in order (`airflow dags test`), then the oldest day again:
-  it is written (a new Delta version) and every gold table is unchanged (same logical day twice);
-- namespace ``dags_bf``: the same three days as one `airflow backfill create` run by the scheduler
-  of `scripts/airflow.sh start` (what `make airflow` starts), with the dbt step of the middle day
-  failing once after doing its work: the gold tables equal those of the sequential runs.
+- namespace ``dags_bf``: the shared pipeline lake's three days (tests/pipeline_lake.py: same
+  landing zone, same registry) as one `airflow backfill create` run by the scheduler of
+  `scripts/airflow.sh start` (what `make airflow` starts), with the dbt step of the middle day
+  failing once after doing its work. Its gold tables must equal those of the three sequential
+  in-process runs of the shared lake (the same job functions the DAG's tasks call);
+- then the oldest day again with `airflow dags test`: it is written (a new Delta version) and
+  every bronze and gold table is unchanged (the same logical day twice, after newer days).
 """
 
 from __future__ import annotations
@@ -27,36 +29,41 @@ from tests.dags.airflow_helpers import (
     AIRFLOW,
     AIRFLOW_SCRIPT,
     DAG_ID,
-    DAYS,
     failure_records,
     namespace_env,
     run_dag,
-    table_fingerprints,
 )
+from tests.pipeline_lake import assert_same_tables, table_snapshots
 
 pytestmark = pytest.mark.e2e
 
-GOLD_TABLES = {"experiment_sufficient_stats", "experiment_results"}
+GOLD_TABLES = {"experiment_sufficient_stats", "experiment_results", "experiment_reports"}
 
 
 def _delta_version(spark, table: str) -> int:
     return int(spark.sql(f"describe history {table}").agg({"version": "max"}).collect()[0][0])
 
 
+def _env(airflow_env, settings, pipeline_lake) -> dict[str, str]:
+    return namespace_env(
+        airflow_env, settings, pipeline_lake.settings.landing_root, pipeline_lake.registry_file
+    )
+
+
 def test_day_without_landing_data_fails_the_sensor_and_writes_nothing(
-    airflow_env, shared_landing, lake, spark, tmp_path
+    airflow_env, pipeline_lake, lake, spark, tmp_path
 ):
     settings = lake("dags_empty")
-    env = namespace_env(airflow_env, settings, shared_landing)
-    day = "2026-06-25"
-    assert not (shared_landing / f"upload_date={day}").exists()
+    env = _env(airflow_env, settings, pipeline_lake)
+    landing = pipeline_lake.settings.landing_root
+    day = "2026-07-25"
+    assert not (landing / f"upload_date={day}").exists()
 
     run = run_dag(env, day, tmp_path)
 
     assert run.returncode != 0, run.tail()
     assert (
-        f"no landing data for {day}: {shared_landing}/upload_date={day} holds no batch files"
-        in run.output
+        f"no landing data for {day}: {landing}/upload_date={day} holds no batch files" in run.output
     )
     failed = [r for r in failure_records(env) if r["logical_date"].startswith(day)]
     assert [(r["task_id"], r["event"]) for r in failed] == [("wait_for_landing", "failure")]
@@ -64,65 +71,7 @@ def test_day_without_landing_data_fails_the_sensor_and_writes_nothing(
     for schema in (settings.bronze_schema, settings.silver_schema, settings.gold_schema):
         assert not spark.catalog.databaseExists(schema)
     assert not settings.reports_dir.exists()
-    assert not (shared_landing / f"upload_date={day}").exists()
-
-
-@pytest.fixture(scope="module")
-def sequential(airflow_env, shared_landing, lake, spark, tmp_path_factory):
-    """Three days run one after the other with `airflow dags test`."""
-    settings = lake("dags_seq")
-    env = namespace_env(airflow_env, settings, shared_landing)
-    logs = tmp_path_factory.mktemp("dags-seq-logs")
-    for day in DAYS:
-        run = run_dag(env, day, logs)
-        assert run.returncode == 0, run.tail()
-        assert f"plan for {day}: landing {shared_landing}/upload_date={day}" in run.output
-    return SimpleNamespace(
-        settings=settings,
-        env=env,
-        logs=logs,
-        prints=table_fingerprints(spark, settings.gold_schema),
-    )
-
-
-def test_sequential_days_fill_gold_and_publish(sequential, spark):
-    settings = sequential.settings
-    assert GOLD_TABLES <= set(sequential.prints)
-    assert all(rows > 0 for rows, _ in sequential.prints.values())
-    uploads = {
-        r[0].isoformat()
-        for r in spark.table(f"{settings.bronze_schema}.ingest_audit")
-        .select("upload_date")
-        .distinct()
-        .collect()
-    }
-    assert uploads == set(DAYS), "each run must ingest exactly its logical day"
-    as_of = {
-        r[0].isoformat()
-        for r in spark.table(f"{settings.gold_schema}.experiment_results")
-        .select("as_of_date")
-        .distinct()
-        .collect()
-    }
-    assert set(DAYS) <= as_of
-    for day in DAYS:
-        manifest = json.loads((settings.reports_dir / "_published" / f"{day}.json").read_text())
-        assert [r["experiment"] for r in manifest["reports"]] == ["fhol_2026_06"]
-        assert (settings.reports_dir / manifest["reports"][0]["html"]["path"]).stat().st_size > 0
-    index = (settings.reports_dir / "index.html").read_text()
-    assert [index.index(day) for day in reversed(DAYS)] == sorted(index.index(day) for day in DAYS)
-
-
-def test_rerunning_an_old_day_writes_it_and_changes_nothing(sequential, spark):
-    settings = sequential.settings
-    results = f"{settings.gold_schema}.experiment_results"
-    before = _delta_version(spark, results)
-
-    run = run_dag(sequential.env, DAYS[0], sequential.logs)
-
-    assert run.returncode == 0, run.tail()
-    assert _delta_version(spark, results) > before, "the old day's results were not rewritten"
-    assert table_fingerprints(spark, settings.gold_schema) == sequential.prints
+    assert not (landing / f"upload_date={day}").exists()
 
 
 def _airflow(env: dict, *args: str, timeout: float = 600) -> subprocess.CompletedProcess:
@@ -163,14 +112,17 @@ class AirflowApi:
         return [r for r in runs if r["run_type"] == "backfill"]
 
 
-def test_backfill_through_the_scheduler_with_a_retry_equals_sequential_runs(
-    sequential, airflow_env, shared_landing, lake, spark, tmp_path
-):
+@pytest.fixture(scope="module")
+def backfilled(airflow_env, pipeline_lake, lake, tmp_path_factory):
+    """The shared lake's days back-filled by a real scheduler; the middle day's dbt step fails
+    once after doing its work (tests/dags/flaky_quicexp.sh) and is retried by Airflow."""
     settings = lake("dags_bf")
-    flag = tmp_path / "fail-once"
-    flag.write_text(f"dbt build --date {DAYS[1]}")
+    days = [d.isoformat() for d in pipeline_lake.days]
+    flag = tmp_path_factory.mktemp("dags-bf") / "fail-once"
+    flag.write_text(f"dbt build --date {days[1]}")
+    plain = _env(airflow_env, settings, pipeline_lake)
     env = {
-        **namespace_env(airflow_env, settings, shared_landing),
+        **plain,
         "QUICEXP_BIN": str(Path(__file__).with_name("flaky_quicexp.sh")),
         "QUICEXP_TEST_REAL_BIN": str(REPO_ROOT / ".venvs" / "pipeline" / "bin" / "quicexp"),
         "QUICEXP_TEST_FAIL_ONCE": str(flag),
@@ -182,33 +134,85 @@ def test_backfill_through_the_scheduler_with_a_retry_equals_sequential_runs(
         assert started.returncode == 0, started.stderr[-3000:]
         api = AirflowApi(env)
         dag = api.wait_for_dag(DAG_ID)
-        assert any(t["name"] == "quicexp" for t in dag["tags"])
         assert _airflow(env, "dags", "unpause", DAG_ID).returncode == 0
         created = _airflow(
-            env, "backfill", "create", "--dag-id", DAG_ID, "--from-date", DAYS[0], "--to-date", DAYS[-1],
+            env, "backfill", "create", "--dag-id", DAG_ID, "--from-date", days[0], "--to-date", days[-1],
             "--max-active-runs", "1", "--reprocess-behavior", "completed",
         )  # fmt: skip
         assert created.returncode == 0, created.stderr[-3000:]
-
-        deadline = time.monotonic() + 3000
+        began = time.monotonic()
+        deadline = began + 3000
         while time.monotonic() < deadline:
             runs = api.backfill_runs(DAG_ID)
-            if len(runs) == len(DAYS) and all(r["state"] in ("success", "failed") for r in runs):
+            if len(runs) == len(days) and all(r["state"] in ("success", "failed") for r in runs):
                 break
             time.sleep(10)
         states = {r["logical_date"][:10]: r["state"] for r in api.backfill_runs(DAG_ID)}
-        assert states == dict.fromkeys(DAYS, "success"), states
+        print(f"back-fill of {len(days)} days: {states} in {time.monotonic() - began:.0f}s")
     finally:
         subprocess.run(
-            ["bash", str(AIRFLOW_SCRIPT), "stop"],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
+            ["bash", str(AIRFLOW_SCRIPT), "stop"], env=env, capture_output=True, text=True, timeout=300
+        )  # fmt: skip
+    return SimpleNamespace(settings=settings, env=env, plain_env=plain, days=days, dag=dag,
+                           states=states, flag=flag, logs=tmp_path_factory.mktemp("dags-bf-logs"))  # fmt: skip
 
-    assert not flag.exists(), "the injected failure did not happen"
-    retried = [r for r in failure_records(env) if r["event"] == "retry"]
-    assert [(r["task_id"], r["logical_date"][:10]) for r in retried] == [("dbt_build", DAYS[1])]
+
+def test_backfill_runs_every_day_and_retries_the_injected_failure(backfilled):
+    assert any(t["name"] == "quicexp" for t in backfilled.dag["tags"])
+    assert backfilled.states == dict.fromkeys(backfilled.days, "success"), backfilled.states
+    assert not backfilled.flag.exists(), "the injected failure did not happen"
+    # Unpausing also makes the scheduler start the latest interval (today): only the back-fill's
+    # days are this test's concern.
+    retried = [
+        r
+        for r in failure_records(backfilled.env)
+        if r["event"] == "retry" and r["logical_date"][:10] in backfilled.days
+    ]
+    assert [(r["task_id"], r["logical_date"][:10]) for r in retried] == [
+        ("dbt_build", backfilled.days[1])
+    ]
     assert "injected failure" in retried[0]["error"]
-    assert table_fingerprints(spark, settings.gold_schema) == sequential.prints
+
+
+def test_backfill_equals_sequential_runs(backfilled, pipeline_lake, spark):
+    gold = table_snapshots(spark, backfilled.settings.gold_schema)
+    assert GOLD_TABLES <= set(gold)
+    assert all(len(frame) > 0 for frame in gold.values())
+    assert_same_tables(gold, pipeline_lake.gold)
+
+
+def test_backfill_ingests_each_logical_day_and_publishes(backfilled, spark):
+    settings = backfilled.settings
+    uploads = {
+        r[0].isoformat()
+        for r in spark.table(f"{settings.bronze_schema}.ingest_audit")
+        .select("upload_date")
+        .distinct()
+        .collect()
+    }
+    assert uploads == set(backfilled.days), "each run must ingest exactly its logical day"
+    for day in backfilled.days:
+        manifest = json.loads((settings.reports_dir / "_published" / f"{day}.json").read_text())
+        assert [r["experiment"] for r in manifest["reports"]]
+        assert all(
+            (settings.reports_dir / r["html"]["path"]).stat().st_size > 0
+            for r in manifest["reports"]
+        )
+    index = (settings.reports_dir / "index.html").read_text()
+    assert [index.index(day) for day in reversed(backfilled.days)] == sorted(
+        index.index(day) for day in backfilled.days
+    )
+
+
+def test_rerunning_an_old_day_after_newer_days_writes_it_and_changes_nothing(backfilled, spark):
+    settings = backfilled.settings
+    results = f"{settings.gold_schema}.experiment_results"
+    before = {s: table_snapshots(spark, s) for s in (settings.bronze_schema, settings.gold_schema)}
+    version = _delta_version(spark, results)
+
+    run = run_dag(backfilled.plain_env, backfilled.days[0], backfilled.logs)
+
+    assert run.returncode == 0, run.tail()
+    assert _delta_version(spark, results) > version, "the old day's results were not rewritten"
+    for schema, tables in before.items():
+        assert_same_tables(table_snapshots(spark, schema), tables)

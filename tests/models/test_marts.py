@@ -31,7 +31,7 @@ def _expected_keys() -> set[tuple]:
 
 def test_sufficient_stats_columns_are_the_engine_input(spark, full_lake):
     cols = spark.table(f"{full_lake.gold_schema}.experiment_sufficient_stats").columns
-    expected = list(dict.fromkeys(REQUIRED_COLUMNS[:3] + ["is_guardrail"] + REQUIRED_COLUMNS[3:]))
+    expected = list(dict.fromkeys([*REQUIRED_COLUMNS[:3], "is_guardrail", *REQUIRED_COLUMNS[3:]]))
     assert set(cols) == set(expected + SUM_COLUMNS + ARRAY_COLUMNS)
 
 

@@ -1,92 +1,35 @@
-"""Reports from the real pipeline: simulate, run_day (ingest → dbt → stats → report), read back.
-
-One simulated fleet carries four experiments at once (independent assignment salts), so one
-two-day pipeline run feeds every case: FHOL (seed 000), multipath with re-injection (seed 004),
-an A/A test, and a forced sample ratio mismatch (the simulator splits 60/40 while the registry
-says 50/50). The numbers in the HTML are compared with gold.experiment_results.
+"""Reports from the real pipeline, read back: the run's shared pipeline lake
+(tests/pipeline_lake.py: one simulated fleet with four experiments, three days through
+``quicexp.pipeline.run_day``). The numbers in the HTML are compared with gold.experiment_results.
 """
 
 from __future__ import annotations
 
-import inspect
-from datetime import date, timedelta
+from datetime import date
 
 import numpy as np
 import pytest
 from _report_html import assert_readable, browser_facts, soup, table_rows, visible_text
 
 import jobs.report
-import quicexp.pipeline
 from jobs.report.fmt import effect, value_text
 from jobs.report.metrics import display
-from quicexp.config import REPO_ROOT, ConfigError
-from quicexp.registry import Arm, Experiment, Registry, load_registry
-from simulation.runner import run_scenario
-from simulation.scenario import load_scenario, validate_scenario
+from quicexp.config import ConfigError
+from tests.pipeline_lake import FHOL
 
 pytestmark = [pytest.mark.slow, pytest.mark.e2e]
 
-START = date(2026, 6, 15)
-DAYS = 2
-CLIENTS = 3000
-FHOL = "fhol_2026_06"
 #: seed 000's metrics (quantile p or None) as the mart contract names them
 SEED_000 = [("request_latency_p", 0.5), ("request_latency_p", 0.95), ("search_latency", None),
             ("mtbr", None), ("rebuffers_per_playback", None), ("mean_client_bandwidth", None)]  # fmt: skip
 
 
-def _experiment(exp_id: str, title: str, arms: list[str]) -> Experiment:
-    share = 1 / len(arms)
-    return Experiment(id=exp_id, title=title, start_date=START,
-                      arms=[Arm(name=a, share=share, is_control=i == 0) for i, a in enumerate(arms)])  # fmt: skip
-
-
-def mixed_scenario():
-    """fhol.yaml's fleet with multipath-capable video and three more experiments on it."""
-    data = load_scenario(REPO_ROOT / "simulation" / "scenarios" / "fhol.yaml").model_dump()
-    data["name"] = "report_mix"
-    data["workloads"]["video"].update(two_paths=True, connection_per_chunk=True)
-    data["experiments"] += [
-        {"id": "report_aa", "salt": "report_aa", "arms": [{"name": "control"}, {"name": "same"}]},
-        {"id": "report_srm", "salt": "report_srm",
-         "arms": [{"name": "control", "weight": 0.6}, {"name": "treatment", "weight": 0.4}]},
-        {"id": "report_mp", "salt": "report_mp",
-         "arms": [{"name": "single_path"}, {"name": "reinjection", "transport": {"multipath": "reinjection"}}]},
-    ]  # fmt: skip
-    return validate_scenario(data, source="report_mix")
-
-
-def test_registry() -> Registry:
-    return Registry(experiments=[
-        load_registry().get(FHOL),
-        _experiment("report_aa", "A/A: the same transport in both arms", ["control", "same"]),
-        _experiment("report_srm", "Forced sample ratio mismatch", ["control", "treatment"]),
-        _experiment("report_mp", "Multipath QUIC with re-injection vs single path", ["single_path", "reinjection"]),
-    ])  # fmt: skip
-
-
-test_registry.__test__ = False  # a helper, not a test
-
-
-def run_day(spark, settings, day, registry):
-    """quicexp.pipeline.run_day with the test registry (a parameter once run_day takes one)."""
-    if "registry" in inspect.signature(quicexp.pipeline.run_day).parameters:
-        return quicexp.pipeline.run_day(spark, settings, day, registry=registry)
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(quicexp.pipeline, "load_registry", lambda: registry)
-        return quicexp.pipeline.run_day(spark, settings, day)
-
-
 @pytest.fixture(scope="module")
-def pipeline(spark, lake):
-    settings = lake("report_e2e")
-    run_scenario(mixed_scenario(), settings.landing_root, days=DAYS, clients=CLIENTS, workers=2)
-    registry = test_registry()
-    outcomes = [run_day(spark, settings, START + timedelta(days=i), registry) for i in range(DAYS)]
-    day = START + timedelta(days=DAYS - 1)
+def pipeline(pipeline_lake, spark):
+    settings, day = pipeline_lake.settings, pipeline_lake.last_day
     results = spark.table(f"{settings.gold_schema}.experiment_results").toPandas()
     results = results[results["as_of_date"].astype(str) == day.isoformat()]
-    reports = {p.parent.name: p for p in outcomes[-1].reports}
+    reports = {p.parent.name: p for p in pipeline_lake.outcomes[-1].reports}
     return settings, day, results, reports
 
 
@@ -162,11 +105,7 @@ def test_multipath_report(pipeline):
     _, _, results, reports = pipeline
     doc = soup(reports["report_mp"].read_text())
     mp = results[results["experiment_id"] == "report_mp"]
-    if not mp["metric"].isin(["close_delay_p", "srtt_p", "reinjection_overhead"]).any():
-        assert doc.find(id="multipath") is None  # mart pending: no half-empty section
-        pytest.xfail(
-            "the mart has no multipath metrics yet (close_delay_p, srtt_p, reinjection_overhead)"
-        )
+    assert {"close_delay_p", "srtt_p", "reinjection_overhead"} <= set(mp["metric"])
     rows = {(r["arm"], r["measure"]): r for r in table_rows(doc, "multipath-table")}
     p95 = mp[
         (mp["metric"] == "close_delay_p")

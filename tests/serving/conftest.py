@@ -1,6 +1,9 @@
-"""Serving fixtures: one pipeline day in the ``serving`` namespace, then the Thrift server and
-Superset, each started once per test run on free ports (session scope) and stopped at the end.
+"""Serving fixtures: the Thrift server and Superset over the run's shared pipeline lake
+(tests/pipeline_lake.py), each started once per test run on free ports (session scope) and
+stopped at the end.
 
+Analysts only read the lake, so the ``serving`` namespace reads the shared lake's silver and gold
+schemas and has a bronze schema of its own, which the Thrift consistency test ingests into.
 Order matters only once: the run's Spark session (the ``spark`` fixture) creates the metastore
 schema before the Thrift server's JVM connects to the same Derby server.
 """
@@ -12,29 +15,22 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from datetime import date, timedelta
+from datetime import date
 
-import pandas as pd
 import pytest
 
-from quicexp.config import REPO_ROOT, Settings
+from quicexp.config import Settings
 from tests.conftest import free_port
 
 log = logging.getLogger("tests.serving")
-EXPERIMENT = "fhol_2026_06"
 
 
 @dataclass(frozen=True)
 class ServingLake:
     settings: Settings
-    background: dict  # name -> Future of the services set up while the pipeline ran
+    background: dict  # name -> Future of the services set up while bronze was loaded
     first_day: date
-    stand_ins: tuple[str, ...]  # contract tables derived by the test fixture (stand_ins.py)
-    missing_rows: tuple[str, ...]  # experiment_results rows the pipeline does not produce yet
-
-    @property
-    def next_day(self) -> date:
-        return self.first_day + timedelta(days=1)
+    next_day: date
 
 
 def _timed(fn, *args, **kwargs):
@@ -42,42 +38,29 @@ def _timed(fn, *args, **kwargs):
     return fn(*args, **kwargs), time.monotonic() - started
 
 
-def _pipeline_day(spark, settings: Settings, day: date) -> None:
-    """quicexp.pipeline.run_day's data stages (registry → ingest → dbt build → results), without
-    the HTML reports, which serving does not read."""
-    import jobs.experiment_results
-    import jobs.ingest
-    import jobs.registry
-    from quicexp.dbt import run_dbt
-    from quicexp.registry import load_registry
-
-    registry = load_registry()
-    jobs.registry.run(spark, settings, day, registry)
-    jobs.ingest.run(spark, settings, day)
-    run_dbt("run", settings, day)  # models only: their tests run in the models' own suite
-    jobs.experiment_results.run(spark, settings, day, registry)
-
-
 @pytest.fixture(scope="session")
-def serving(request, spark, lake) -> ServingLake:
-    """Two simulated upload days in the landing zone; the pipeline run over the first one."""
-    from simulation.runner import run_scenario
-    from tests.serving.stand_ins import ensure_contract, missing_result_rows
+def serving(request, spark, lake, pipeline_lake) -> ServingLake:
+    """The shared lake's silver and gold, an own bronze holding the first upload day."""
+    import jobs.ingest
+    from quicexp.serve import start_thrift, stop_thrift
+    from quicexp.superset import service
 
     base = lake("serving")
+    shared = pipeline_lake.settings
     settings = base.model_copy(
         update={
             "state_dir": base.home / "state",
+            "landing_root": shared.landing_root,
+            "registry_file": shared.registry_file,
+            "silver_schema": shared.silver_schema,
+            "gold_schema": shared.gold_schema,
             "services": base.services.model_copy(
                 update={"thrift_port": free_port(), "superset_port": free_port()}
             ),
         }
     )
-    # Superset's first setup and the Thrift server's JVM start need no data: overlap them with the
-    # pipeline day (the `thrift` and `superset` fixtures wait for them).
-    from quicexp.serve import start_thrift, stop_thrift
-    from quicexp.superset import service
-
+    # Superset's first setup and the Thrift server's JVM start need no data: overlap them with
+    # the bronze load (the `thrift` and `superset` fixtures wait for them).
     pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="serving-setup")
     background = {
         "superset_setup": pool.submit(_timed, service.setup, settings, log=log.info),
@@ -92,30 +75,11 @@ def serving(request, spark, lake) -> ServingLake:
         stop_thrift(settings)
 
     request.addfinalizer(stop_background_thrift)
-    manifest = run_scenario(
-        REPO_ROOT / "simulation" / "scenarios" / "fhol.yaml",
-        settings.landing_root,
-        days=2,
-        clients=800,
-        workers=2,
-    )
-    first = pd.Timestamp(manifest["start_date"]).date()
+    first, second = pipeline_lake.days[:2]
     started = time.monotonic()
-    _pipeline_day(spark, settings, first)
-    print(f"\n[serving] pipeline day {first} in {time.monotonic() - started:.0f}s", file=sys.stderr)
-    stand_ins = ensure_contract(spark, settings)
-    if stand_ins:
-        print(
-            f"[serving] contract items derived by the test fixture: {', '.join(stand_ins)}",
-            file=sys.stderr,
-        )
-    missing = missing_result_rows(spark, settings)
-    if missing:
-        print(
-            f"[serving] experiment_results rows the pipeline does not produce yet: {missing}",
-            file=sys.stderr,
-        )
-    return ServingLake(settings, background, first, tuple(stand_ins), tuple(missing))
+    jobs.ingest.run(spark, settings, first, ("http_transactions",))
+    print(f"\n[serving] bronze of {first} in {time.monotonic() - started:.0f}s", file=sys.stderr)
+    return ServingLake(settings, background, first, second)
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,187 @@
+"""The run's one simulated pipeline lake, shared by the end-to-end, report and DAG tests.
+
+One simulated fleet carries four experiments at once (independent assignment salts), so one
+three-day pipeline run feeds every end-to-end case: FHOL (seed 000), multipath with re-injection
+(seed 004), an A/A test, and a forced sample ratio mismatch (the simulator splits 60/40 while the
+registry says 50/50). Every pipeline day costs minutes on two cores, so the suite runs these days
+once (``quicexp.pipeline.run_day`` in the run's Spark session) and the tests read them:
+
+- tests/e2e: rows accounted for, intervals, the report of the last day;
+- tests/report: the HTML reports against ``gold.experiment_results``;
+- tests/dags: the same landing zone and registry through Airflow, compared with these gold tables.
+
+No test may write into this namespace; the fixture keeps snapshots of its gold tables taken
+right after the runs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import date, timedelta
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import yaml
+
+from quicexp.config import REPO_ROOT, Settings
+from quicexp.registry import Arm, Experiment, Registry, load_registry
+
+START = date(2026, 6, 15)
+DAYS = 3
+CLIENTS = 2000
+SEED = 7
+FHOL = "fhol_2026_06"
+NAMESPACE = "e2e"
+
+
+def _experiment(exp_id: str, title: str, arms: list[str]) -> Experiment:
+    share = 1 / len(arms)
+    return Experiment(id=exp_id, title=title, start_date=START,
+                      arms=[Arm(name=a, share=share, is_control=i == 0) for i, a in enumerate(arms)])  # fmt: skip
+
+
+def mixed_scenario():
+    """fhol.yaml's fleet with multipath-capable video and three more experiments on it."""
+    from simulation.scenario import load_scenario, validate_scenario
+
+    data = load_scenario(REPO_ROOT / "simulation" / "scenarios" / "fhol.yaml").model_dump()
+    data["name"] = "report_mix"
+    data["workloads"]["video"].update(two_paths=True, connection_per_chunk=True)
+    data["experiments"] += [
+        {"id": "report_aa", "salt": "report_aa", "arms": [{"name": "control"}, {"name": "same"}]},
+        {"id": "report_srm", "salt": "report_srm",
+         "arms": [{"name": "control", "weight": 0.6}, {"name": "treatment", "weight": 0.4}]},
+        {"id": "report_mp", "salt": "report_mp",
+         "arms": [{"name": "single_path"}, {"name": "reinjection", "transport": {"multipath": "reinjection"}}]},
+    ]  # fmt: skip
+    return validate_scenario(data, source="report_mix")
+
+
+def mixed_registry() -> Registry:
+    """The repo's FHOL experiment plus the three the mixed scenario adds."""
+    return Registry(experiments=[
+        load_registry(REPO_ROOT / "registry" / "experiments.yml").get(FHOL),
+        _experiment("report_aa", "A/A: the same transport in both arms", ["control", "same"]),
+        _experiment("report_srm", "Forced sample ratio mismatch", ["control", "treatment"]),
+        _experiment("report_mp", "Multipath QUIC with re-injection vs single path", ["single_path", "reinjection"]),
+    ])  # fmt: skip
+
+
+#: Spark sums doubles in an order that depends on partitioning, so a rerun over the same rows
+#: may differ in the last bits (relative 1e-16 in the sums, up to 1e-12 after the engine's
+#: differences of near-equal numbers). Tables are compared within these tolerances; rounding
+#: to n digits would not do (a value on a rounding boundary flips).
+RTOL, ATOL = 1e-9, 1e-9
+
+
+def _is_float_array(column: pd.Series) -> bool:
+    first = column.dropna()
+    return (
+        len(first) > 0
+        and isinstance(first.iloc[0], (list, tuple, np.ndarray))
+        and any(isinstance(v, float) for v in first.iloc[0])
+    )
+
+
+def _canonical(frame: pd.DataFrame) -> pd.DataFrame:
+    """Rows in an order that float noise cannot change: exact columns first, floats rounded."""
+    frame = frame.copy()
+    for column in frame.columns:
+        if frame[column].map(lambda v: isinstance(v, (list, tuple, np.ndarray, dict))).any():
+            frame[column] = frame[column].map(
+                lambda v: (
+                    None
+                    if v is None
+                    else (tuple(sorted(v.items())) if isinstance(v, dict) else tuple(v))
+                )
+            )
+    floats = [c for c in frame.columns if pd.api.types.is_float_dtype(frame[c])]
+    arrays = [c for c in frame.columns if _is_float_array(frame[c])]
+    exact = [c for c in frame.columns if c not in floats and c not in arrays]
+    order = pd.DataFrame({f"k{i}": frame[c].map(repr) for i, c in enumerate(exact)})
+    for i, c in enumerate(floats):
+        order[f"f{i}"] = frame[c].map(lambda v: "nan" if pd.isna(v) else f"{v:.6g}")
+    index = order.sort_values(list(order.columns)).index if len(order.columns) else frame.index
+    return frame.loc[index].reset_index(drop=True)
+
+
+def table_snapshots(spark, schema: str) -> dict[str, pd.DataFrame]:
+    """Every table of ``schema`` (views excluded) as a pandas frame in canonical row order."""
+    snapshots = {}
+    for table in spark.catalog.listTables(schema):
+        if table.tableType == "VIEW":
+            continue
+        snapshots[table.name] = table_snapshot(spark, f"{schema}.{table.name}")
+    return snapshots
+
+
+def table_snapshot(spark, name: str) -> pd.DataFrame:
+    """One table as a pandas frame: columns sorted by name, rows in canonical order."""
+    spark.catalog.refreshTable(name)
+    frame = spark.table(name)
+    return _canonical(frame.select(*sorted(frame.columns)).toPandas())
+
+
+def assert_same_tables(actual: dict[str, pd.DataFrame], expected: dict[str, pd.DataFrame]) -> None:
+    """Same tables, columns and rows; doubles equal within RTOL/ATOL, everything else exactly."""
+    assert sorted(actual) == sorted(expected)
+    for name, want in expected.items():
+        got = actual[name]
+        assert list(got.columns) == list(want.columns), name
+        assert len(got) == len(want), f"{name}: {len(got)} rows, expected {len(want)}"
+        for column in want.columns:
+            where = f"{name}.{column}"
+            if pd.api.types.is_float_dtype(want[column]):
+                np.testing.assert_allclose(
+                    got[column], want[column], rtol=RTOL, atol=ATOL, equal_nan=True, err_msg=where
+                )
+            elif _is_float_array(want[column]):
+                for row, (a, b) in enumerate(zip(got[column], want[column], strict=True)):
+                    assert (a is None) == (b is None), f"{where} row {row}"
+                    if a is not None:
+                        np.testing.assert_allclose(np.asarray(a, float), np.asarray(b, float), rtol=RTOL,
+                                                   atol=ATOL, equal_nan=True, err_msg=f"{where} row {row}")  # fmt: skip
+            else:
+                differ = [r for r, (a, b) in enumerate(zip(got[column], want[column], strict=True))
+                          if not (a == b or (pd.isna(a) and pd.isna(b)) if np.isscalar(a) or a is None else a == b)]  # fmt: skip
+                assert not differ, (
+                    f"{where}: rows {differ[:5]} differ, e.g. {got[column][differ[0]]!r} vs {want[column][differ[0]]!r}"
+                )
+
+
+@dataclass
+class PipelineLake:
+    settings: Settings
+    registry: Registry
+    registry_file: Path
+    manifest: dict
+    outcomes: list = field(default_factory=list)
+    gold: dict[str, pd.DataFrame] = field(default_factory=dict)
+
+    @property
+    def days(self) -> list[date]:
+        return [START + timedelta(days=i) for i in range(DAYS)]
+
+    @property
+    def last_day(self) -> date:
+        return self.days[-1]
+
+
+def build(spark, settings: Settings) -> PipelineLake:
+    """Simulate the mixed fleet and run the pipeline over its days, one after the other."""
+    from quicexp.pipeline import run_day
+    from simulation.runner import run_scenario
+
+    registry = mixed_registry()
+    registry_file = settings.home / "experiments.yml"
+    registry_file.parent.mkdir(parents=True, exist_ok=True)
+    registry_file.write_text(yaml.safe_dump(registry.model_dump(mode="json"), sort_keys=False))
+    settings = settings.model_copy(update={"registry_file": registry_file})
+    manifest = run_scenario(
+        mixed_scenario(), settings.landing_root, days=DAYS, clients=CLIENTS, workers=2, seed=SEED
+    )
+    lake = PipelineLake(settings, registry, registry_file, manifest)
+    lake.outcomes = [run_day(spark, settings, day, registry) for day in lake.days]
+    lake.gold = table_snapshots(spark, settings.gold_schema)
+    return lake
