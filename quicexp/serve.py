@@ -14,7 +14,6 @@ written down in docs/serving.md.
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import time
 from dataclasses import dataclass
@@ -25,6 +24,7 @@ import typer
 
 from quicexp.catalog import ensure_catalog, is_listening
 from quicexp.config import ConfigError, Settings, load_settings
+from quicexp.pidfile import read_pid, stop_group
 from quicexp.spark import spark_conf
 
 THRIFT_CLASS = "org.apache.spark.sql.hive.thriftserver.HiveThriftServer2"
@@ -109,30 +109,11 @@ def _write_secrets(path: Path, hidden: dict[str, str]) -> None:
             handle.write(f"{key} {value.replace(chr(92), chr(92) * 2)}\n")
 
 
-def _read_pid(paths: ThriftPaths) -> int | None:
-    try:
-        pid = int(paths.pid_file.read_text().strip())
-    except (OSError, ValueError):
-        return None
-    try:
-        if os.waitpid(pid, os.WNOHANG)[0] == pid:  # our child that exited: reap it
-            return None
-    except ChildProcessError:
-        pass
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return None
-    except PermissionError:
-        return pid
-    return pid
-
-
 def thrift_status(settings: Settings) -> str:
     """One line: whether the server runs, where, and its pid."""
     paths = ThriftPaths.of(settings)
     host, port = settings.services.bind_host, settings.services.thrift_port
-    pid = _read_pid(paths)
+    pid = read_pid(paths.pid_file)
     listening = is_listening(host, port)
     state = (
         "running"
@@ -153,7 +134,7 @@ def start_thrift(
     """Start the Thrift server unless ours runs; wait until it listens; return its pid."""
     paths = ThriftPaths.of(settings)
     host, port = settings.services.bind_host, settings.services.thrift_port
-    pid = _read_pid(paths)
+    pid = read_pid(paths.pid_file)
     if pid and is_listening(host, port):
         return pid
     if not pid and is_listening(host, port):
@@ -202,23 +183,7 @@ def start_thrift(
 
 def stop_thrift(settings: Settings, timeout_s: float = 60.0) -> bool:
     """Stop our Thrift server (its process group, by the recorded pid); True if one ran."""
-    paths = ThriftPaths.of(settings)
-    pid = _read_pid(paths)
-    if pid is None:
-        paths.pid_file.unlink(missing_ok=True)
-        return False
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        try:
-            os.killpg(pid, sig)
-        except ProcessLookupError:
-            break
-        deadline = time.monotonic() + (timeout_s if sig == signal.SIGTERM else 10)
-        while time.monotonic() < deadline and _read_pid(paths):
-            time.sleep(0.3)
-        if not _read_pid(paths):
-            break
-    paths.pid_file.unlink(missing_ok=True)
-    return True
+    return stop_group(ThriftPaths.of(settings).pid_file, grace_s=timeout_s)
 
 
 serve_app = typer.Typer(

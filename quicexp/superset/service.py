@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import secrets
-import signal
 import subprocess
 import tempfile
 import time
@@ -21,6 +20,7 @@ from pathlib import Path
 
 from quicexp.catalog import is_listening
 from quicexp.config import REPO_ROOT, ConfigError, Settings
+from quicexp.pidfile import read_pid, stop_group
 from quicexp.superset import bundle
 
 HERE = Path(__file__).resolve().parent
@@ -147,26 +147,6 @@ def export_bundle(settings: Settings, root: Path = bundle.BUNDLE_DIR, log=print)
     return written
 
 
-def _read_pid(path: Path) -> int | None:
-    """The recorded pid if that process is alive (a child of ours that exited is reaped)."""
-    try:
-        pid = int(path.read_text().strip())
-    except (OSError, ValueError):
-        return None
-    try:
-        if os.waitpid(pid, os.WNOHANG)[0] == pid:
-            return None
-    except ChildProcessError:
-        pass
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return None
-    except PermissionError:
-        return pid
-    return pid
-
-
 def _healthy(url: str) -> bool:
     try:
         with urllib.request.urlopen(f"{url}/health", timeout=5) as resp:
@@ -185,7 +165,7 @@ def start(settings: Settings, timeout_s: float = 300.0, log=print) -> int:
     if not paths.setup_stamp.exists():
         raise ConfigError("superset is not set up: run `quicexp superset setup` first")
     host, port = settings.services.bind_host, settings.services.superset_port
-    pid = _read_pid(paths.pid_file)
+    pid = read_pid(paths.pid_file)
     if pid is None and is_listening(host, port):
         raise ConfigError(
             f"port {host}:{port} is taken by another process; set services.superset_port"
@@ -216,7 +196,7 @@ def start(settings: Settings, timeout_s: float = 300.0, log=print) -> int:
         if _healthy(base_url(settings)):
             log(f"superset healthy at {base_url(settings)} after {time.monotonic() - started:.1f}s")
             return pid
-        if _read_pid(paths.pid_file) is None:
+        if read_pid(paths.pid_file) is None:
             raise ConfigError(f"superset exited during start; see {paths.log_file}")
         time.sleep(1)
     raise ConfigError(
@@ -226,28 +206,12 @@ def start(settings: Settings, timeout_s: float = 300.0, log=print) -> int:
 
 def stop(settings: Settings) -> bool:
     """Stop our web server (its process group, by the recorded pid); True if one ran."""
-    paths = SupersetPaths.of(settings)
-    pid = _read_pid(paths.pid_file)
-    if pid is None:
-        paths.pid_file.unlink(missing_ok=True)
-        return False
-    for sig, wait in ((signal.SIGTERM, 30), (signal.SIGKILL, 10)):
-        try:
-            os.killpg(pid, sig)
-        except ProcessLookupError:
-            break
-        deadline = time.monotonic() + wait
-        while time.monotonic() < deadline and _read_pid(paths.pid_file):
-            time.sleep(0.3)
-        if _read_pid(paths.pid_file) is None:
-            break
-    paths.pid_file.unlink(missing_ok=True)
-    return True
+    return stop_group(SupersetPaths.of(settings).pid_file)
 
 
 def status(settings: Settings) -> str:
     paths = SupersetPaths.of(settings)
-    pid = _read_pid(paths.pid_file)
+    pid = read_pid(paths.pid_file)
     url = base_url(settings)
     state = "healthy" if pid and _healthy(url) else "starting" if pid else "stopped"
     setup_state = "set up" if paths.setup_stamp.exists() else "not set up"
