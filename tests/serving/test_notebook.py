@@ -11,7 +11,7 @@ import nbformat
 import pytest
 
 from quicexp.config import REPO_ROOT
-from tests.serving.conftest import EXPERIMENT
+from tests.pipeline_lake import FHOL as EXPERIMENT
 
 NOTEBOOK = REPO_ROOT / "notebooks" / "explore_experiment.ipynb"
 KERNEL = "quicexp-pipeline"

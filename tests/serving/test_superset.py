@@ -13,7 +13,7 @@ from bs4 import BeautifulSoup
 
 from quicexp.config import REPO_ROOT
 from quicexp.superset import bundle, service
-from tests.serving.conftest import EXPERIMENT
+from tests.pipeline_lake import FHOL as EXPERIMENT
 from tests.serving.superset_api import SupersetApi, chart_query
 
 
