@@ -12,15 +12,30 @@ from quicexp.registry import load_registry
 
 
 def test_repo_registry_loads():
-    registry = load_registry()
+    registry = load_registry(REPO_ROOT / "registry" / "experiments.yml")
     assert registry.experiments
     for experiment in registry.experiments:
         assert experiment.control.is_control
 
 
+def test_the_registry_file_is_a_setting(monkeypatch, tmp_path):
+    own = tmp_path / "experiments.yml"
+    own.write_text(
+        "experiments: [{id: own_test, title: t, start_date: 2026-01-01,"
+        " arms: [{name: a, share: 0.5, is_control: true}, {name: b, share: 0.5}]}]\n"
+    )
+    monkeypatch.setenv("QUICEXP_REGISTRY_FILE", str(own))
+    assert [e.id for e in load_registry().experiments] == ["own_test"]
+    monkeypatch.setenv("QUICEXP_REGISTRY_FILE", str(tmp_path / "missing.yml"))
+    with pytest.raises(ConfigError, match="cannot read the experiment registry"):
+        load_registry()
+
+
 def test_every_registered_simulated_experiment_matches_its_scenario():
     """Where a scenario simulates a registered experiment, ids, arms and split agree."""
-    registry = {e.id: e for e in load_registry().experiments}
+    registry = {
+        e.id: e for e in load_registry(REPO_ROOT / "registry" / "experiments.yml").experiments
+    }
     checked = 0
     for path in sorted((REPO_ROOT / "simulation" / "scenarios").glob("*.yaml")):
         scenario = yaml.safe_load(path.read_text())
@@ -40,9 +55,18 @@ def test_every_registered_simulated_experiment_matches_its_scenario():
 @pytest.mark.parametrize(
     ("body", "message"),
     [
-        ("experiments: [{id: x, title: t, start_date: 2026-01-01, arms: [{name: a, share: 1.0}]}]", "one control"),
-        ("experiments: [{id: x, title: t, start_date: 2026-01-01, arms: [{name: a, share: 0.5, is_control: true}, {name: b, share: 0.2}]}]", "add up to 1"),
-        ("experiments: [{id: 'x;drop', title: t, start_date: 2026-01-01, arms: []}]", "invalid experiment id"),
+        (
+            "experiments: [{id: x, title: t, start_date: 2026-01-01, arms: [{name: a, share: 1.0}]}]",
+            "one control",
+        ),
+        (
+            "experiments: [{id: x, title: t, start_date: 2026-01-01, arms: [{name: a, share: 0.5, is_control: true}, {name: b, share: 0.2}]}]",
+            "add up to 1",
+        ),
+        (
+            "experiments: [{id: 'x;drop', title: t, start_date: 2026-01-01, arms: []}]",
+            "invalid experiment id",
+        ),
         ("experiments: [unclosed", "not valid YAML"),
     ],
 )
