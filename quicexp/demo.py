@@ -7,6 +7,7 @@ gives the same numbers and the same row counts.
 from __future__ import annotations
 
 import logging
+import sys
 from dataclasses import dataclass
 from datetime import date, timedelta
 from pathlib import Path
@@ -63,7 +64,7 @@ def headline(spark: SparkSession, settings: Settings, day: date) -> pd.DataFrame
             "metric", "segment_value", "n_control", "n_treatment", "value_control", "value_treatment",
             "delta_abs", "ci_abs_lower", "ci_abs_upper", "delta_rel", "p_value_adjusted", "method",
         )
-        .orderBy("metric", "segment_value")
+        .orderBy("metric", F.col("segment_type") != "overall", "segment_value")  # overall first
         .toPandas()
     )  # fmt: skip
 
@@ -85,12 +86,13 @@ def print_outcome(outcome: DemoOutcome, settings: Settings) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    console = Console()
+    # Not a terminal (CI logs, `| tee`): rich would assume 80 columns and cut the intervals.
+    console = Console() if sys.stdout.isatty() else Console(width=160)
     for metric in HEADLINE_METRICS:
         rows = outcome.headline[outcome.headline["metric"] == metric]
         table = Table(title=f"{metric} — {EXPERIMENT}, experiment to date on {outcome.last_day}")
         for column in ("segment", "units C/T", "control", "fhol", "delta", "95% CI", "rel.", "method"):
-            table.add_column(column, justify="left" if column in ("segment", "method") else "right")
+            table.add_column(column, justify="left" if column in ("segment", "method") else "right", no_wrap=True)
         for r in rows.itertuples(index=False):
             table.add_row(
                 r.segment_value, f"{r.n_control:,}/{r.n_treatment:,}", f"{r.value_control:.4g}",
