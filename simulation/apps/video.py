@@ -183,14 +183,16 @@ def video_events(
 def path_events(
     conn: np.ndarray, session: np.ndarray, end_ms: np.ndarray, tr: dict[str, np.ndarray], net1: np.ndarray, mp: np.ndarray
 ) -> EventBatch:
-    """Two ``multipath_paths`` rows (primary, secondary) per multipath chunk download."""
-    idx = np.flatnonzero(mp)
-    both = np.concatenate([idx, idx])
-    path = np.repeat([0, 1], len(idx))
-    other_net = np.where(net1[idx] == NETWORK_TYPES.index("cellular"), NETWORK_TYPES.index("wifi"), NETWORK_TYPES.index("cellular"))
+    """``multipath_paths`` rows per chunk download: the primary path always (a single-path client
+    reports its one path, with nothing re-injected), the secondary path where multipath is on."""
+    first = np.arange(len(mp))
+    second = np.flatnonzero(mp)
+    both = np.concatenate([first, second])
+    path = np.repeat([0, 1], [len(first), len(second)])
+    other_net = np.where(net1[second] == NETWORK_TYPES.index("cellular"), NETWORK_TYPES.index("wifi"), NETWORK_TYPES.index("cellular"))
 
     def pick(key: str) -> np.ndarray:
-        return np.concatenate([tr["p1_" + key][idx], tr["p2_" + key][idx]])
+        return np.concatenate([tr["p1_" + key][first], tr["p2_" + key][second]])
 
     return EventBatch(
         "multipath_paths",
@@ -199,7 +201,7 @@ def path_events(
         {
             "connection_id": conn[both],
             "path_id": path.astype(np.int64),
-            "path_network_type": np.concatenate([net1[idx], other_net]).astype(np.int8),
+            "path_network_type": np.concatenate([net1[first], other_net]).astype(np.int8),
             "srtt_ms": pick("srtt_ms"),
             "bytes": pick("bytes").astype(np.int64),
             "reinjected_bytes": pick("reinjected").astype(np.int64),
