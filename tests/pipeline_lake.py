@@ -107,10 +107,11 @@ def _canonical(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def table_snapshots(spark, schema: str) -> dict[str, pd.DataFrame]:
-    """Every table of ``schema`` (views excluded) as a pandas frame in canonical row order."""
+    """Every table of ``schema`` (views and the session's temporary views excluded) as a pandas
+    frame in canonical row order."""
     snapshots = {}
     for table in spark.catalog.listTables(schema):
-        if table.tableType == "VIEW":
+        if table.tableType == "VIEW" or table.isTemporary:  # dbt leaves temp views in the session
             continue
         snapshots[table.name] = table_snapshot(spark, f"{schema}.{table.name}")
     return snapshots
