@@ -50,6 +50,14 @@ def _optional(
 
 def load_experiment(spark: SparkSession, settings: Settings, experiment_id: str,
                     registry: Registry | None = None) -> Experiment:  # fmt: skip
+    experiment = _published_experiment(spark, settings, experiment_id, registry)
+    # one arm order whatever the source (the table's rows come in file order): control first
+    arms = sorted(experiment.arms, key=lambda a: (not a.is_control, a.name))
+    return experiment.model_copy(update={"arms": arms})
+
+
+def _published_experiment(spark: SparkSession, settings: Settings, experiment_id: str,
+                          registry: Registry | None) -> Experiment:  # fmt: skip
     """The experiment as the pipeline published it (bronze.experiment_arms), else the registry file.
 
     Reading the published table means the report shows the arms and split the day's run
