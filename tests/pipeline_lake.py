@@ -124,6 +124,17 @@ def table_snapshot(spark, name: str) -> pd.DataFrame:
     return _canonical(frame.select(*sorted(frame.columns)).toPandas())
 
 
+def _missing(value) -> bool:
+    return value is None or (np.isscalar(value) and bool(pd.isna(value)))
+
+
+def _equal(a, b) -> bool:
+    """Exact equality, with two missing values (None, NaN, NaT) equal."""
+    if _missing(a) or _missing(b):
+        return _missing(a) and _missing(b)
+    return bool(a == b)
+
+
 def assert_same_tables(actual: dict[str, pd.DataFrame], expected: dict[str, pd.DataFrame]) -> None:
     """Same tables, columns and rows; doubles equal within RTOL/ATOL, everything else exactly."""
     assert sorted(actual) == sorted(expected)
@@ -144,8 +155,8 @@ def assert_same_tables(actual: dict[str, pd.DataFrame], expected: dict[str, pd.D
                         np.testing.assert_allclose(np.asarray(a, float), np.asarray(b, float), rtol=RTOL,
                                                    atol=ATOL, equal_nan=True, err_msg=f"{where} row {row}")  # fmt: skip
             else:
-                differ = [r for r, (a, b) in enumerate(zip(got[column], want[column], strict=True))
-                          if not (a == b or (pd.isna(a) and pd.isna(b)) if np.isscalar(a) or a is None else a == b)]  # fmt: skip
+                pairs = zip(got[column], want[column], strict=True)
+                differ = [r for r, (a, b) in enumerate(pairs) if not _equal(a, b)]
                 assert not differ, (
                     f"{where}: rows {differ[:5]} differ, e.g. {got[column][differ[0]]!r} vs {want[column][differ[0]]!r}"
                 )
