@@ -71,7 +71,8 @@ def cuped_adjust(
     mc_pooled = pooled[0]
 
     def adjusted(stat: MeanStatistic | RatioStatistic, mc: Arr, vc: Arr, cross: Arr) -> ArmEstimate:
-        s2 = stat.unit_variance() - 2 * theta * cross + theta * theta * vc
+        # Never below 0: with a covariate almost collinear with the metric the terms cancel.
+        s2 = np.maximum(stat.unit_variance() - 2 * theta * cross + theta * theta * vc, 0.0)
         with np.errstate(divide="ignore", invalid="ignore"):
             return ArmEstimate(stat.estimate() - theta * (mc - mc_pooled), s2 / stat.n, stat.n)
 

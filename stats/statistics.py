@@ -24,11 +24,35 @@ import numpy as np
 
 from stats._types import Arr
 
+# Relative size, against the terms it was computed from, below which a centred moment is taken
+# to be exactly 0. The warehouse sums doubles in no fixed order, so every raw sum carries a
+# relative error of up to about n * 1e-16; a moment that is a difference of such sums and comes
+# out smaller than this is rounding, not signal (e.g. a CUPED covariate present for one unit,
+# whose linearised variance is 0 but came out as +-1e-13 and gave theta = noise / noise).
+ROUNDING_TOL = 1e-9
+
+
+def _moment(n: Arr, *terms: tuple[Arr, Arr, Arr, Arr]) -> Arr:
+    """sum_k coef_k * S_k with S_k = (sum_ab - sum_a sum_b / n) / (n - 1) from raw sums.
+
+    Each term is (coef, sum_ab, sum_a, sum_b). The combination is set to exactly 0 where it is
+    within ROUNDING_TOL of the magnitude of what was subtracted, so that sums differing in their
+    last bits (another summation order) give the same answer, not amplified noise.
+    """
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        value: Arr = 0.0
+        scale: Arr = 0.0
+        for coef, sum_ab, sum_a, sum_b in terms:
+            product = sum_a * sum_b / n
+            value = value + coef * (sum_ab - product)
+            scale = scale + np.abs(coef) * (np.abs(sum_ab) + np.abs(product))
+        value = np.where(np.abs(value) <= ROUNDING_TOL * scale, 0.0, value)
+        return value / (np.asarray(n, dtype=float) - 1)
+
 
 def _cov(sum_ab: Arr, sum_a: Arr, sum_b: Arr, n: Arr) -> Arr:
     """Sample covariance from raw sums: (sum_ab - sum_a sum_b / n) / (n - 1)."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return (sum_ab - sum_a * sum_b / n) / (n - 1)
+    return _moment(n, (1.0, sum_ab, sum_a, sum_b))
 
 
 def _add_fields(a: Any, b: Any) -> dict[str, Any]:
@@ -194,12 +218,15 @@ class RatioStatistic:
         s2 = (S_yy - 2 R S_xy + R^2 S_xx) / x_bar^2 with S the sample (co)variances.
         """
         r, n = self.estimate(), self.n
-        syy = _cov(self.sum_y2, self.sum_y, self.sum_y, n)
-        sxx = _cov(self.sum_x2, self.sum_x, self.sum_x, n)
-        sxy = _cov(self.sum_xy, self.sum_x, self.sum_y, n)
+        num = _moment(
+            n,
+            (1.0, self.sum_y2, self.sum_y, self.sum_y),
+            (-2 * r, self.sum_xy, self.sum_x, self.sum_y),
+            (r * r, self.sum_x2, self.sum_x, self.sum_x),
+        )
         with np.errstate(divide="ignore", invalid="ignore"):
             xbar = self.sum_x / n
-            return (syy - 2 * r * sxy + r * r * sxx) / (xbar * xbar)
+            return num / (xbar * xbar)
 
     def covariate_moments(self) -> tuple[Arr, Arr, Arr] | None:
         """(covariate ratio Rc, its influence variance, covariance with the metric's).
@@ -214,15 +241,18 @@ class RatioStatistic:
         with np.errstate(divide="ignore", invalid="ignore"):
             rc = c.sum_c / c.sum_d
             xbar, dbar = self.sum_x / n, c.sum_d / n
-            scc = _cov(c.sum_c2, c.sum_c, c.sum_c, n)
-            sdd = _cov(c.sum_d2, c.sum_d, c.sum_d, n)
-            scd = _cov(c.sum_cd, c.sum_c, c.sum_d, n)
-            var_c = (scc - 2 * rc * scd + rc * rc * sdd) / (dbar * dbar)
-            cross = (
-                _cov(c.sum_yc, self.sum_y, c.sum_c, n)
-                - rc * _cov(c.sum_yd, self.sum_y, c.sum_d, n)
-                - r * _cov(c.sum_xc, self.sum_x, c.sum_c, n)
-                + r * rc * _cov(c.sum_xd, self.sum_x, c.sum_d, n)
+            var_c = _moment(
+                n,
+                (1.0, c.sum_c2, c.sum_c, c.sum_c),
+                (-2 * rc, c.sum_cd, c.sum_c, c.sum_d),
+                (rc * rc, c.sum_d2, c.sum_d, c.sum_d),
+            ) / (dbar * dbar)
+            cross = _moment(
+                n,
+                (1.0, c.sum_yc, self.sum_y, c.sum_c),
+                (-rc, c.sum_yd, self.sum_y, c.sum_d),
+                (-r, c.sum_xc, self.sum_x, c.sum_c),
+                (r * rc, c.sum_xd, self.sum_x, c.sum_d),
             ) / (xbar * dbar)
         return rc, var_c, cross
 

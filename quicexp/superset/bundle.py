@@ -31,8 +31,21 @@ _ASSET_DIRS = ("databases", "datasets", "charts", "dashboards")
 _INSTANCE_PARAM_KEYS = {"datasource", "slice_id", "dashboards", "url_params", "extra_form_data"}
 # Optional keys the canonical bundle leaves out when null; rendering spells them out as null,
 # because Superset's overwrite import keeps an existing value for a key that is absent.
-_COLUMN_KEYS = ("expression", "description", "verbose_name", "python_date_format", "advanced_data_type")
-_METRIC_KEYS = ("description", "verbose_name", "d3format", "warning_text", "currency", "metric_type")
+_COLUMN_KEYS = (
+    "expression",
+    "description",
+    "verbose_name",
+    "python_date_format",
+    "advanced_data_type",
+)
+_METRIC_KEYS = (
+    "description",
+    "verbose_name",
+    "d3format",
+    "warning_text",
+    "currency",
+    "metric_type",
+)
 # Dashboard metadata keys that refer to instance ids of charts.
 _INSTANCE_DASHBOARD_KEYS = {
     "chart_configuration",
@@ -144,6 +157,9 @@ def _normalise_dashboard(doc: dict[str, Any]) -> dict[str, Any]:
     metadata = {
         k: v for k, v in (doc.get("metadata") or {}).items() if k not in _INSTANCE_DASHBOARD_KEYS
     }
+    if "color_scheme_domain" in metadata:
+        # The palette of color_scheme, written in by the first browser view of the dashboard.
+        metadata["color_scheme_domain"] = []
     filters = []
     for native in metadata.get("native_filter_configuration", []):
         native = {k: v for k, v in native.items() if k not in ("chartsInScope", "tabsInScope")}

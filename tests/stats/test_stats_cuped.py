@@ -80,3 +80,37 @@ def test_constant_covariate_falls_back_to_unadjusted(rng):
     res = cuped_adjust(_mean_stat(y, c), _mean_stat(y + 1, c))
     assert res.theta == 0
     assert res.variance_reduction == pytest.approx(0.0, abs=1e-12)
+
+
+def _ratio_stat(x, y, c, d, jitter=1.0):
+    """A ratio statistic from per-unit arrays; ``jitter`` scales every sum (another summation order
+    in the warehouse changes the last bits of each sum)."""
+    s = lambda v: float(v.sum()) * jitter  # noqa: E731
+    cov = RatioCovariate(
+        s(c), s(c * c), s(d), s(d * d), s(c * d), s(y * c), s(y * d), s(x * c), s(x * d)
+    )
+    return RatioStatistic(float(x.size), s(y), s(y * y), s(x), s(x * x), s(x * y), cov)
+
+
+def test_covariate_of_one_unit_is_no_covariate_whatever_the_last_bits(rng):
+    """Only one of 400 clients had pre-period data: its linearised covariate c - Rc d is 0 for
+    every unit, so theta must be 0 — not a ratio of two rounding errors that moves by 100% when
+    the warehouse sums in another order (seen in a rerun of the daily pipeline)."""
+
+    def arm(n, with_history):
+        x = 1.0 + rng.poisson(4, n)
+        y = rng.gamma(2 * x, 300.0)
+        c, d = np.zeros(n), np.zeros(n)
+        if with_history:
+            c[0], d[0] = 348.504, 1.0
+        return x, y, c, d
+
+    control, treatment = arm(414, True), arm(262, True)
+    thetas, deltas, variances = set(), set(), set()
+    for jitter in (1.0, 1 + 2**-52, 1 - 2**-52, 1 + 4 * 2**-52):
+        res = cuped_adjust(_ratio_stat(*control), _ratio_stat(*treatment, jitter=jitter))
+        thetas.add(float(res.theta))
+        deltas.add(round(float(res.treatment.estimate - res.control.estimate), 9))
+        variances.add(round(float(res.treatment.variance + res.control.variance), 6))
+    assert thetas == {0.0}
+    assert len(deltas) == 1 and len(variances) == 1
