@@ -106,21 +106,41 @@ def _canonical(frame: pd.DataFrame) -> pd.DataFrame:
     return frame.loc[index].reset_index(drop=True)
 
 
-def table_snapshots(spark, schema: str) -> dict[str, pd.DataFrame]:
-    """Every table of ``schema`` (views and the session's temporary views excluded) as a pandas
-    frame in canonical row order."""
-    snapshots = {}
-    for table in spark.catalog.listTables(schema):
-        if table.tableType == "VIEW" or table.isTemporary:  # dbt leaves temp views in the session
-            continue
-        snapshots[table.name] = table_snapshot(spark, f"{schema}.{table.name}")
-    return snapshots
+def _tables(spark, schema: str) -> list[str]:
+    """The tables of ``schema``: views and the session's temporary views (dbt leaves some) out."""
+    return [
+        t.name
+        for t in spark.catalog.listTables(schema)
+        if t.tableType != "VIEW" and not t.isTemporary
+    ]
 
 
-def table_snapshot(spark, name: str) -> pd.DataFrame:
-    """One table as a pandas frame: columns sorted by name, rows in canonical order."""
+def delta_versions(spark, schema: str) -> dict[str, int]:
+    """The current Delta version of every table of ``schema``."""
+    return {
+        name: int(spark.sql(f"describe history {schema}.{name} limit 1").first()["version"])
+        for name in _tables(spark, schema)
+    }
+
+
+def table_snapshots(
+    spark, schema: str, versions: dict[str, int] | None = None
+) -> dict[str, pd.DataFrame]:
+    """Every table of ``schema`` as a pandas frame in canonical row order; with ``versions``
+    ({table: Delta version}), those tables as of those versions."""
+    if versions is not None:
+        return {n: table_snapshot(spark, f"{schema}.{n}", v) for n, v in versions.items()}
+    return {name: table_snapshot(spark, f"{schema}.{name}") for name in _tables(spark, schema)}
+
+
+def table_snapshot(spark, name: str, version: int | None = None) -> pd.DataFrame:
+    """One table (as of a Delta version) as a pandas frame: columns sorted, rows canonical."""
     spark.catalog.refreshTable(name)
-    frame = spark.table(name)
+    frame = (
+        spark.table(name)
+        if version is None
+        else spark.sql(f"select * from {name} version as of {version:d}")
+    )
     return _canonical(frame.select(*sorted(frame.columns)).toPandas())
 
 
@@ -170,6 +190,8 @@ class PipelineLake:
     manifest: dict
     outcomes: list = field(default_factory=list)
     gold: dict[str, pd.DataFrame] = field(default_factory=dict)
+    # The Delta version of every gold table right after each day's run.
+    gold_versions: dict[date, dict[str, int]] = field(default_factory=dict)
 
     @property
     def days(self) -> list[date]:
@@ -194,6 +216,8 @@ def build(spark, settings: Settings) -> PipelineLake:
         mixed_scenario(), settings.landing_root, days=DAYS, clients=CLIENTS, workers=2, seed=SEED
     )
     lake = PipelineLake(settings, registry, registry_file, manifest)
-    lake.outcomes = [run_day(spark, settings, day, registry) for day in lake.days]
+    for day in lake.days:
+        lake.outcomes.append(run_day(spark, settings, day, registry))
+        lake.gold_versions[day] = delta_versions(spark, settings.gold_schema)
     lake.gold = table_snapshots(spark, settings.gold_schema)
     return lake
