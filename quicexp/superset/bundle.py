@@ -10,6 +10,7 @@ round trip through the UI gives a reviewable diff. Pure functions over dicts plu
 
 from __future__ import annotations
 
+import copy
 import io
 import re
 import zipfile
@@ -53,6 +54,9 @@ _INSTANCE_DASHBOARD_KEYS = {
     "positions",
     "map_label_colors",
 }
+# Dashboard metadata lists a browser view of the dashboard writes back: the palette of its
+# color_scheme and the series labels the charts drew. UI state, empty in the bundle.
+_VIEWED_DASHBOARD_KEYS = {"color_scheme_domain", "shared_label_colors"}
 
 
 def lake_uri(settings: Settings) -> str:
@@ -84,8 +88,7 @@ def render(files: dict[str, dict[str, Any]], settings: Settings) -> dict[str, di
     """The bundle as this installation imports it: its Thrift URI and its gold schema."""
     schema = validate_identifier(settings.gold_schema, "gold schema")
     out = {}
-    for rel, doc in files.items():
-        doc = dict(doc)
+    for rel, doc in copy.deepcopy(files).items():  # the caller's bundle is left as it was
         if rel.startswith("databases/"):
             doc["sqlalchemy_uri"] = lake_uri(settings)
         elif rel.startswith("datasets/"):
@@ -157,9 +160,8 @@ def _normalise_dashboard(doc: dict[str, Any]) -> dict[str, Any]:
     metadata = {
         k: v for k, v in (doc.get("metadata") or {}).items() if k not in _INSTANCE_DASHBOARD_KEYS
     }
-    if "color_scheme_domain" in metadata:
-        # The palette of color_scheme, written in by the first browser view of the dashboard.
-        metadata["color_scheme_domain"] = []
+    for key in _VIEWED_DASHBOARD_KEYS & metadata.keys():
+        metadata[key] = []
     filters = []
     for native in metadata.get("native_filter_configuration", []):
         native = {k: v for k, v in native.items() if k not in ("chartsInScope", "tabsInScope")}
@@ -176,7 +178,7 @@ def normalise(files: dict[str, dict[str, Any]], settings: Settings) -> dict[str,
     """An export turned back into the canonical bundle (stable names, no instance data)."""
     schema = settings.gold_schema
     out: dict[str, dict[str, Any]] = {"metadata.yaml": dict(METADATA)}
-    for rel, doc in files.items():
+    for rel, doc in copy.deepcopy(files).items():  # the export is left as it was
         kind = rel.split("/", 1)[0]
         if kind not in _ASSET_DIRS or not isinstance(doc, dict):
             continue

@@ -55,14 +55,16 @@ def test_render_then_normalise_is_identity(serving):
 
 
 def test_a_viewed_dashboard_normalises_to_the_committed_one(serving):
-    """The first browser view fills in the colour palette and label colours; that is UI state."""
+    """The first browser view writes the colour palette and the series labels back into the
+    dashboard's metadata; that is UI state."""
     files = bundle.load_bundle()
     rendered = bundle.render(files, serving.settings)
     for rel, doc in rendered.items():
         if rel.startswith("dashboards/"):
             doc["metadata"]["color_scheme_domain"] = ["#1FA8C9", "#454E7C"]
-            doc["metadata"]["map_label_colors"] = {"control": "#1FA8C9"}
-    assert bundle.normalise(rendered, serving.settings) == files
+            doc["metadata"]["shared_label_colors"] = ["control, Android", "treatment, Android"]
+            doc["metadata"]["map_label_colors"] = {"control, Android": "#1FA8C9"}
+    assert bundle.normalise(bundle.read_zip(bundle.to_zip(rendered)), serving.settings) == files
 
 
 def test_secrets_are_generated_private_and_outside_the_repo(serving, superset):
