@@ -39,6 +39,9 @@ def main() -> None:
     parser.add_argument("--keep", action="store_true")
     parser.add_argument("--skip-ingest", action="store_true", help="reuse the home's bronze")
     args = parser.parse_args()
+    from quicexp.cli import configure_logging
+
+    configure_logging()  # the jobs' per-stage progress lines
 
     home = args.home or Path(tempfile.mkdtemp(prefix="quicexp-bench-dbt-"))
     settings = load_settings(home=home)

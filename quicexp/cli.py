@@ -185,8 +185,8 @@ def _register_optional_commands() -> None:
     app.add_typer(superset_app, name="superset")
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Console entry point: one-line errors, exit 2 for usage/config problems."""
+def configure_logging() -> None:
+    """The jobs' per-stage progress lines (counts, rates) on stderr; Spark's bridges quiet."""
     from rich.logging import RichHandler
 
     logging.basicConfig(
@@ -194,6 +194,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     for noisy in ("py4j", "pyspark"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Console entry point: one-line errors, exit 2 for usage/config problems."""
+    configure_logging()
     _register_optional_commands()
     try:
         app(args=argv, standalone_mode=False)
