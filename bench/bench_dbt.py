@@ -1,7 +1,7 @@
 """How long does the dbt build take for one day of ~10M events?
 
 ``python bench/bench_dbt.py [--clients N] [--home DIR] [--keep]`` simulates one day of the fhol
-scenario in Parquet (about 30 events per client-day, so the default 330,000 clients give ~10M
+scenario in Parquet (about 24 events per client-day, so the default 425,000 clients give ~10M
 events), ingests it with the ingest job, publishes the registry, then times
 ``dbt run --full-refresh`` of every model for that day in the pipeline's own Spark session
 (local mode, the configured cores) and prints seconds, events/s and the per-model times from
@@ -34,7 +34,7 @@ def _stage(name: str, start: float, count: int | None = None, what: str = "event
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--clients", type=int, default=330_000)
+    parser.add_argument("--clients", type=int, default=425_000)
     parser.add_argument("--home", type=Path, default=None)
     parser.add_argument("--keep", action="store_true")
     parser.add_argument("--skip-ingest", action="store_true", help="reuse the home's bronze")
