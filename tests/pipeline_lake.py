@@ -10,8 +10,8 @@ once (``quicexp.pipeline.run_day`` in the run's Spark session) and the tests rea
 - tests/report: the HTML reports against ``gold.experiment_results``;
 - tests/dags: the same landing zone and registry through Airflow, compared with these gold tables.
 
-No test may write into this namespace; the fixture keeps snapshots of its gold tables taken
-right after the runs.
+No test may write into this namespace; the fixture records the Delta version of every gold table
+after each day, so a test can read the lake as of any of its days.
 """
 
 from __future__ import annotations
@@ -189,7 +189,6 @@ class PipelineLake:
     registry_file: Path
     manifest: dict
     outcomes: list = field(default_factory=list)
-    gold: dict[str, pd.DataFrame] = field(default_factory=dict)
     # The Delta version of every gold table right after each day's run.
     gold_versions: dict[date, dict[str, int]] = field(default_factory=dict)
 
@@ -219,5 +218,4 @@ def build(spark, settings: Settings) -> PipelineLake:
     for day in lake.days:
         lake.outcomes.append(run_day(spark, settings, day, registry))
         lake.gold_versions[day] = delta_versions(spark, settings.gold_schema)
-    lake.gold = table_snapshots(spark, settings.gold_schema)
     return lake
