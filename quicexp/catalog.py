@@ -47,10 +47,68 @@ def _control(settings: Settings, *args: str) -> subprocess.CompletedProcess[str]
     return subprocess.run(cmd, capture_output=True, text=True, check=False)
 
 
+def _listener_pid(port: int) -> int | None:
+    """Pid of the process listening on TCP ``port``, or None when the OS does not say (not ours)."""
+    import psutil
+
+    try:
+        conns = psutil.net_connections(kind="tcp")
+    except (psutil.AccessDenied, OSError):  # e.g. macOS without root
+        return None
+    return next((c.pid for c in conns if c.status == psutil.CONN_LISTEN and c.laddr and c.laddr.port == port), None)
+
+
+def _server_home(pid: int) -> Path | None:
+    """The ``derby.system.home`` a Derby network server process was started with, if it is one."""
+    import psutil
+
+    try:
+        args = psutil.Process(pid).cmdline()
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return None
+    if _SERVER_CLASS not in args:
+        return None
+    home = next((a.split("=", 1)[1] for a in args if a.startswith("-Dderby.system.home=")), None)
+    return Path(home) if home else None
+
+
+def _foreign_listener(settings: Settings) -> str | None:
+    """Who holds the catalog port when it is not this home's metastore server, else None.
+
+    None also when the OS does not name the listener (then it is taken to be ours, as before).
+    """
+    pid = _listener_pid(settings.catalog.port)
+    if pid is None:
+        return None
+    home = _server_home(pid)
+    if home is not None and home.resolve() == settings.metastore_dir.resolve():
+        return None
+    return f"{f'the metastore server of {home}' if home else 'another program'} (pid {pid})"
+
+
+def _check_owner(settings: Settings) -> None:
+    """Refuse (one line) a catalog port held by anything but this home's metastore server.
+
+    Sharing another home's server would tie this home's catalog to that server's lifetime (its
+    owner stops it when done) and send its log elsewhere.
+    """
+    foreign = _foreign_listener(settings)
+    if foreign:
+        cat = settings.catalog
+        raise ConfigError(
+            f"the catalog port {cat.host}:{cat.port} is taken by {foreign}, not by this home's metastore "
+            f"server ({settings.metastore_dir}); set catalog.port (QUICEXP_CATALOG__PORT) to a free port"
+        )
+
+
 def start_derby(settings: Settings, timeout_s: float = 60.0) -> bool:
-    """Start the Derby network server unless it is running; True if this call started it."""
+    """Start this home's Derby network server unless it is running; True if this call started it.
+
+    Raises :class:`ConfigError` when the port is held by something else (another home's server).
+    """
     cat = settings.catalog
     if is_listening(cat.host, cat.port):
+        _check_owner(settings)
         return False
     settings.metastore_dir.mkdir(parents=True, exist_ok=True)
     log = (settings.metastore_dir / "derby-server.log").open("ab")
@@ -77,6 +135,7 @@ def start_derby(settings: Settings, timeout_s: float = 60.0) -> bool:
             return True
         if proc.poll() is not None:
             if is_listening(cat.host, cat.port):  # another process won the race
+                _check_owner(settings)
                 return False
             raise ConfigError(
                 f"the metastore server exited (code {proc.returncode}); see {settings.metastore_dir}/derby-server.log"
@@ -86,9 +145,14 @@ def start_derby(settings: Settings, timeout_s: float = 60.0) -> bool:
 
 
 def stop_derby(settings: Settings) -> bool:
-    """Shut the Derby network server down; True if one was running."""
+    """Shut this home's Derby network server down; True if it was running.
+
+    A listener that is not this home's server (another home's, another program) is left alone.
+    """
     cat = settings.catalog
     if not is_listening(cat.host, cat.port):
+        return False
+    if _foreign_listener(settings):
         return False
     _control(settings, "shutdown")
     deadline = time.monotonic() + 30
@@ -107,5 +171,8 @@ def catalog_status(settings: Settings) -> str:
     cat = settings.catalog
     if cat.kind == "jdbc":
         return f"external metastore at {cat.jdbc_url}"
-    state = "running" if is_listening(cat.host, cat.port) else "stopped"
+    state = "stopped"
+    if is_listening(cat.host, cat.port):
+        foreign = _foreign_listener(settings)
+        state = f"port taken by {foreign}" if foreign else "running"
     return f"derby network server on {cat.host}:{cat.port}: {state} (data in {settings.metastore_dir})"
