@@ -2,7 +2,8 @@
 
 The rule (docs/ingestion.md): of all valid copies of an event, the one from the earliest
 upload day is loaded; within one upload day, the one with the earliest ``upload_time`` (ties:
-source file, then a hash of the raw text). Every other valid copy is a duplicate.
+source file, then a hash of the typed fields). Every other valid copy is a duplicate; a
+quarantined copy takes no part in the ranking.
 
 Two copies of one valid event are at most ``lookback_days + 1`` upload days apart (a valid
 event's date is within the look-back window of its upload day, and at most the tolerance
@@ -22,6 +23,7 @@ from typing import TYPE_CHECKING
 
 from jobs.delta_io import qualified
 from jobs.ingest.tables import LEDGER
+from quicexp import telemetry
 from quicexp.config import Settings
 
 if TYPE_CHECKING:
@@ -53,22 +55,34 @@ def classify(checked: DataFrame, earlier: DataFrame, kind: str, day: date) -> Da
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    order = Window.partitionBy("event_id").orderBy("upload_time", "source_file", F.xxhash64("raw_text"))
+    valid = F.col("reason").isNull()
+    # Valid copies are ranked among themselves: a quarantined copy must not outrank the valid one.
+    # The last tie-break hashes the typed fields, which is all of a row that reaches bronze (copies
+    # that tie on it load the same row), so the raw text is needed, and built from Parquet, only
+    # for quarantined rows and the window's shuffle does not carry it.
+    fields = [  # maps cannot be hashed; their sorted entries can
+        F.array_sort(F.map_entries(f.name)) if f.type.startswith("map<") else F.col(f.name)
+        for f in telemetry.fields(kind)
+    ]
+    order = Window.partitionBy("event_id", "_valid").orderBy("upload_time", "source_file", "_tiebreak")
     seen = earlier.where(F.col("kind") == kind).select("event_id", F.lit(True).alias("_seen"))
-    ranked = checked.withColumn("_rank", F.when(F.col("reason").isNull(), F.row_number().over(order))).join(
-        seen, on="event_id", how="left"
+    ranked = (
+        checked.withColumn("_valid", valid)
+        .withColumn("_tiebreak", F.when(valid, F.xxhash64(*fields)))
+        .withColumn("raw_text", F.when(~valid, F.col("raw_text")))
+        .withColumn("_rank", F.when(valid, F.row_number().over(order)))
+        .join(seen, on="event_id", how="left")
     )
     status = (
-        F.when(F.col("reason").isNotNull(), F.lit(QUARANTINED))
+        F.when(~valid, F.lit(QUARANTINED))
         .when((F.col("_rank") > 1) | F.col("_seen").isNotNull(), F.lit(DUPLICATE))
         .otherwise(F.lit(LOADED))
     )
     return (
         ranked.withColumn("status", status)
-        .withColumn("raw_text", F.when(F.col("status") == QUARANTINED, F.col("raw_text")))
         .withColumn("event_date", F.to_date("event_time"))
         .withColumn("upload_date", F.lit(day))
-        .drop("_rank", "_seen")
+        .drop("_valid", "_tiebreak", "_rank", "_seen")
     )
 
 
