@@ -17,7 +17,8 @@ Schedulers (seed 004, XLINK, Zheng et al. SIGCOMM 2021):
   keeps most of the tail gain for a fraction of the bytes.
 
 The second path is the other access network of the device: RTT, loss and rate drawn around the
-first path's by the factors in :data:`SECOND_PATH`.
+first path's by the factors in :data:`SECOND_PATH`, only weakly correlated with it (a congested
+wifi does not congest the cellular path), which is why a second path rescues the tail.
 """
 
 from __future__ import annotations
@@ -27,11 +28,24 @@ import numpy as np
 from simulation.network import MSS
 from simulation.transport import MP_CODES, TransportArrays, transfer
 
-QOE_LAG_BUDGET = 0.08  # share of the buffered play time that path-2 lateness may use up
+QOE_LAG_BUDGET = 0.06  # share of the buffered play time that path-2 lateness may use up
 # median factor and log-normal sigma of path 2 relative to path 1
-SECOND_PATH = {"rtt": (3.0, 0.8), "loss": (4.0, 1.0), "bw": (0.35, 0.8)}
+SECOND_PATH = {"rtt": (3.0, 0.8), "loss": (4.0, 1.0), "bw": (0.2, 0.8)}
+SECOND_PATH_CORRELATION = 0.3  # the two access networks share the device and place, little else
 SECOND_PATH_BURST = 3.0
 SECOND_PATH_BUFFER_PKTS = 256.0
+
+
+def _around(rng_z: np.ndarray, first: np.ndarray, factor: float, sigma: float) -> np.ndarray:
+    """Path-2 values: ``factor`` × path 1's, correlated with it only by :data:`SECOND_PATH_CORRELATION`.
+
+    In log space path 2 is pulled from path 1's value toward the batch's typical (geometric mean)
+    path 1, then spread by ``sigma``: a very bad wifi does not make the cellular path as bad.
+    """
+    log1 = np.log(np.maximum(first, 1e-12))
+    centre = log1.mean() if len(log1) else 0.0
+    rho = SECOND_PATH_CORRELATION
+    return factor * np.exp(rho * log1 + (1.0 - rho) * centre + sigma * rng_z)
 
 
 def second_path(rng: np.random.Generator, net: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -39,9 +53,9 @@ def second_path(rng: np.random.Generator, net: dict[str, np.ndarray]) -> dict[st
     m = len(net["rtt_ms"])
     z = rng.standard_normal((3, m))
     out = dict(net)
-    out["rtt_ms"] = net["rtt_ms"] * SECOND_PATH["rtt"][0] * np.exp(SECOND_PATH["rtt"][1] * z[0])
-    out["loss"] = np.minimum(np.maximum(net["loss"], 1e-4) * SECOND_PATH["loss"][0] * np.exp(SECOND_PATH["loss"][1] * z[1]), 0.2)
-    out["bw_kbps"] = net["bw_kbps"] * SECOND_PATH["bw"][0] * np.exp(SECOND_PATH["bw"][1] * z[2])
+    out["rtt_ms"] = _around(z[0], net["rtt_ms"], *SECOND_PATH["rtt"])
+    out["loss"] = np.minimum(_around(z[1], np.maximum(net["loss"], 1e-4), *SECOND_PATH["loss"]), 0.2)
+    out["bw_kbps"] = _around(z[2], net["bw_kbps"], *SECOND_PATH["bw"])
     out["burst"] = np.full(m, SECOND_PATH_BURST)
     out["buffer_pkts"] = np.full(m, SECOND_PATH_BUFFER_PKTS)
     out["cross"] = np.zeros(m, dtype=np.int16)

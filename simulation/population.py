@@ -76,7 +76,7 @@ def make_block(
     platform, net = sample_platform_network(rng, n, shares, nshares)
     version = rng.choice(len(APP_VERSIONS), size=n, p=APP_VERSION_SHARES).astype(np.int8)
     activity = sessions_per_day * np.exp(1.0 * rng.standard_normal(n))
-    zero_rtt_p = rng.beta(6.0, 2.0, size=n)
+    zero_rtt_p = rng.beta(9.0, 1.0, size=n)
     network = sample_client_networks(rng, platform, net)
     network["rtt_ms"] = network["rtt_ms"] * factors[0]
     network["bw_kbps"] = network["bw_kbps"] * factors[1]

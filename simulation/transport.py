@@ -238,7 +238,11 @@ def transfer(
     # (RTT noise with log-normal sigma = jitter, plus the receiver's delayed-ACK wait)
     ack_at = rtt * np.exp(net["jitter"] * variates.normal(u[9])) + DELAYED_ACK_MS * u[10]
     spurious = np.where(tp.tlp > 0, (ack_at > pto).astype(np.int64) + ((tp.tlp > 1) & (ack_at > 2.0 * pto)), ack_at > rto)
-    spurious = spurious.astype(np.int64)
+    # a probe re-sends the flight's last packet, which repairs the loss only when that packet was
+    # among the lost ones (a burst of ~``burst`` packets somewhere in the last 3 + burst); else the
+    # loss is repaired once the probe's ACK reveals it, and the probe was one more retransmission
+    probe_redundant = (tp.tlp > 0) & (tail > 0) & (u[11] >= net["burst"] / (3.0 + net["burst"]))
+    spurious = spurious.astype(np.int64) + probe_redundant
     retx = lost + spurious
     time = base + recovery + penalty + hol
     cwnd = np.where(events > 0, beta_eff * np.minimum(pipe, np.maximum(cw0, n)), np.minimum(pipe, np.maximum(cw0, n)))

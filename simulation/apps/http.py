@@ -4,6 +4,8 @@ A browser session issues a heavy-tailed number of HTTP requests to a few origins
 pooling, origins that can be coalesced (same certificate and address) share one connection;
 without it each origin opens its own. The first request of a connection pays the
 handshake (0 or 1 RTT) and starts from the initial window; later ones reuse an open window.
+0-RTT needs a cached server config of that origin, which the client holds less often for a
+page's other origins than for the page's own, so unpooled connections more often cost an RTT.
 
 Responses are log-normal in size (desktop pages pull larger resources than mobile ones). While a
 response is in flight other requests of the page are in flight on the same connection (more on
@@ -45,6 +47,9 @@ IN_PAGE_GAP_MS = 5.0
 PAGE_GAP_MS = 20_000.0
 HOSTS_EXTRA = 6.0  # origins per session: 1 + Poisson(6)
 COALESCABLE = 0.8  # share of sessions whose origins share a certificate and address (poolable)
+# the 0-RTT server config is cached per origin: the page's own origin as often as the client's
+# cache probability says, its other origins (visited through this site only) less often
+OTHER_ORIGIN_CACHED = 0.3
 
 
 def concurrent_cross_bytes(rng: np.random.Generator, size: np.ndarray, platform: np.ndarray) -> np.ndarray:
@@ -86,7 +91,8 @@ def browser_events(
     req = np.maximum(lognormal(rng, 700.0, 0.5, m), 80.0).round()
     cross = concurrent_cross_bytes(rng, size, plat)
     tr = transfer(rng, size, net, tp, warm=~new, interleaved_bytes=cross)
-    hs, zr = handshake_ms(rng, net["rtt_ms"], tp.zero_rtt, pop.zero_rtt_p[client])
+    cached_p = pop.zero_rtt_p[client] * np.where(conn_no > 0, OTHER_ORIGIN_CACHED, 1.0)
+    hs, zr = handshake_ms(rng, net["rtt_ms"], tp.zero_rtt, cached_p)
     hs = np.where(new, hs, 0.0)
     zr = zr & new
     server = lognormal(rng, SERVER_MEDIAN_MS, 1.2, m)

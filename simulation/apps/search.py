@@ -4,8 +4,10 @@ A session is a chain of queries. Each results page is a :func:`simulation.transp
 (plus server time and rendering) while the page's other requests (suggestions, thumbnails) are in
 flight on the same connection. The user abandons a query when results take longer than their
 patience (log-normal), and after each query continues the session with a probability that falls
-with the latency just experienced and drops after an abandonment. So slower search produces both
-more abandonment and fewer queries ("fewer events", seed 000) without any effect being pasted in.
+with the latency just experienced, faster with the time the page sat frozen behind another
+response's lost packet (head-of-line blocking), and drops after an abandonment. So slower search
+produces both more abandonment and fewer queries ("fewer events", seed 000) without any effect
+being pasted in.
 """
 
 from __future__ import annotations
@@ -26,6 +28,10 @@ RENDER_MS = 60.0
 PATIENCE_MEDIAN_MS = 4_000.0
 LATENCY_TOLERANCE_MS = 15_000.0  # continuation probability decays as exp(-latency / this)
 CONTINUE_AFTER_ABANDON = 0.2
+# a results page that freezes half-drawn (a stall while a lost packet of *another* response blocks
+# it) puts users off more than the same time spent waiting: continuation also decays with the
+# head-of-line-blocked time, calibrated so FHOL's stalls cost seed 000's share of queries
+STALL_TOLERANCE_MS = 400.0
 OTHER_REQUESTS = 1.0
 OTHER_MEDIAN_BYTES = 10_000.0
 
@@ -59,7 +65,11 @@ def search_events(
 
     # which of the candidate queries happen: continue after query j with probability c_j
     c0 = 1.0 - 1.0 / max(cfg.queries_per_session, 1.0 + 1e-9)
-    cont = c0 * np.exp(-latency / LATENCY_TOLERANCE_MS) * np.where(abandoned, CONTINUE_AFTER_ABANDON, 1.0)
+    cont = (
+        c0
+        * np.exp(-latency / LATENCY_TOLERANCE_MS - tr["hol_ms"] / STALL_TOLERANCE_MS)
+        * np.where(abandoned, CONTINUE_AFTER_ABANDON, 1.0)
+    )
     go_on = (rng.random(m) < cont).reshape(ns, MAX_QUERIES)
     alive = np.ones((ns, MAX_QUERIES), dtype=bool)
     alive[:, 1:] = np.cumprod(go_on[:, :-1], axis=1).astype(bool)

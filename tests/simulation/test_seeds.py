@@ -48,9 +48,11 @@ def test_fhol_video_qoe(fhol):
 
 def test_fhol_search(fhol):
     assert 0.0 < fhol["Search latency (mean), Windows"] < 0.5
-    assert 0.0 < fhol["Search latency (mean), Android"] < 0.5
+    # Android's +0.13% is below this sample's noise (the mean is over the queries that happened,
+    # and FHOL's stalls end some sessions of lossy clients early): only "negligible" is checked
+    assert abs(fhol["Search latency (mean), Android"]) < 0.5
     assert fhol["Search abandonment, all platforms"] > 0.0
-    assert fhol["Search events, Windows"] < 0.0
+    assert within(fhol["Search events, Windows"], -0.82)
 
 
 @pytest.fixture(scope="module")
@@ -67,13 +69,14 @@ def test_reno_and_pacing_retransmits(cc):
 
 def test_tlp_iw_zero_rtt(cc):
     assert within(cc["HTTP latency p95, TLP vs no TLP"], -1.0, factor=2.0)
-    assert cc["Retransmit rate, no TLP vs TLP"] < -1.0
+    assert within(cc["Retransmit rate, no TLP vs TLP"], -5.0)
     assert cc["Retransmit rate, IW10 vs IW32"] <= 0.0
     assert cc["Time to first frame (mean), IW10 vs IW32"] > 0.0
     assert 0.0 <= cc["HTTP latency p95, IW10 vs IW32"] < 5.0
     assert 70.0 < cc["0-RTT share of connections"] < 80.0
     assert cc["HTTP latency p50, 0-RTT off vs on"] > 0.0
     assert cc["HTTP latency (mean), pooling vs none"] < 0.0
+    assert within(cc["HTTP latency p50, pooling vs none"], -10.0)
     assert cc["Retransmit rate, 2 vs 1 emulated connections"] > 0.0
     assert cc["Rebuffer rate, 2 vs 1 emulated connections"] < 0.0
 
@@ -89,12 +92,16 @@ def test_header_compression():
 
 
 def test_multipath():
-    m = as_dict(multipath_headlines(clients=6_000))
-    assert m["Close delay mean, min-RTT vs single path"] > 5.0  # multipath HoL blocking
+    m = as_dict(multipath_headlines(clients=12_000))
+    assert within(m["Close delay p50 single path (ms)"], 294.0)
+    assert within(m["Close delay mean, min-RTT vs single path"], 16.0)  # multipath HoL blocking...
+    assert abs(m["Close delay p99, min-RTT vs single path"]) < 5.0  # ...that the second path offsets at the tail
     assert -50.0 < m["Close delay p99, re-injection vs single path"] < -10.0
     assert within(m["Re-injection traffic overhead (%)"], 15.0)
-    assert m["Close delay p99, QoE-driven vs single path"] < -10.0
-    assert m["QoE-driven re-injection overhead (%)"] < 5.0
+    assert -50.0 < m["Close delay p99, QoE-driven vs single path"] < -19.0 / 1.5
+    assert -34.0 * 1.5 < m["Close delay p95, QoE-driven vs single path"] < -9.4 / 1.5
+    # "a few percent" (the issue); the seed's 2% itself is missed by a factor of ~1.6 (docs/simulator.md)
+    assert 1.0 < m["QoE-driven re-injection overhead (%)"] < 5.0
 
 
 def test_prioritization():
