@@ -110,9 +110,27 @@ def _union(frames: list[DataFrame], empty_schema: str, spark: SparkSession) -> D
     return reduce(lambda a, b: a.unionByName(b), frames)
 
 
+def _root_cause(exc: Exception) -> str:
+    """The innermost Java cause of a Py4J error (its own first line says only which call failed)."""
+    java = getattr(exc, "java_exception", None)
+    try:
+        while java is not None and java.getCause() is not None:
+            java = java.getCause()
+        if java is not None:
+            return str(java.toString())
+    except Exception:  # the gateway may be gone: fall back to Python's text
+        pass
+    return next((line for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
+
+
 def _read_error(exc: Exception, day: date) -> LandingError:
-    first = next((line for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
-    return LandingError(f"ingest {day} failed while reading the landing files, nothing was written: {first[:300]}")
+    cause = _root_cause(exc).splitlines()[0]
+    hint = ""
+    if "OutOfMemoryError" in cause:
+        hint = " (raise spark.driver_memory, or spark.shuffle_partitions so that each task holds less)"
+    return LandingError(
+        f"ingest {day} failed while reading the landing files, nothing was written: {cause[:300]}{hint}"
+    )
 
 
 @contextmanager
@@ -172,7 +190,7 @@ def _run(spark: SparkSession, settings: Settings, day: date, kinds: tuple[str, .
             audit = [r.asDict() for r in _union(
                 [tables.audit_rows(df, kind, day) for kind, df in classified.items()], tables.AUDIT_DDL, spark
             ).collect()]
-        except (PySparkException, Py4JJavaError) as exc:  # Spark's wrapping of a corrupt upload's I/O error
+        except (PySparkException, Py4JJavaError) as exc:  # a corrupt upload's I/O error, or the job's own failure
             raise _read_error(exc, day) from None
         log.info("ingest %s: %d files of %d kinds read and classified in %.1fs",
                  day, sum(b.files for b in batches), len(batches), time.monotonic() - started)
