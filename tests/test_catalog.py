@@ -32,3 +32,17 @@ def test_a_second_home_on_the_same_port_gets_a_one_line_error_and_leaves_the_ser
         assert stop_derby(first) is True
     assert not is_listening("127.0.0.1", port)
     assert not (second.metastore_dir / "derby-server.log").exists()
+
+
+def test_another_home_that_names_the_same_metastore_shares_the_server(tmp_path):
+    """Lake namespaces, Airflow tasks and the cluster driver: their own home, the run's metastore."""
+    port = free_port()
+    first = load_settings(home=tmp_path / "first", catalog={"port": port})
+    task = load_settings(home=tmp_path / "task", metastore_dir=first.metastore_dir, catalog={"port": port})
+    assert start_derby(first) is True
+    try:
+        assert start_derby(task) is False
+        assert catalog_status(task).endswith(f"running (data in {first.metastore_dir})")
+    finally:
+        assert stop_derby(task) is True  # the same server: whoever is done last may stop it
+    assert not is_listening("127.0.0.1", port)
