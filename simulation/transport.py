@@ -20,8 +20,9 @@ bottleneck buffer of ``buf`` packets:
   connection emulation makes both more aggressive).
 * **recovery**: a lost packet delays all later bytes of its stream by about one RTT plus the loss
   detection time (FACK/early retransmit: RTT/4 on average); losses in the last three packets (no
-  dupacks) wait for a tail loss probe (PTO = max(2·SRTT, 10 ms)) or, with TLP off, for the RTO
-  (max(200 ms, 3·SRTT)). Loss during the bandwidth-limited phase also shrinks the window (β), which
+  dupacks) wait for a tail loss probe (PTO = max(2·SRTT, 10 ms)), one RTT more when the probe
+  re-sent a packet that was not lost (its ACK then reveals the loss, and the probe counts as a
+  retransmission), or, with TLP off, for the RTO (max(200 ms, 3·SRTT)). Loss during the bandwidth-limited phase also shrinks the window (β), which
   costs throughput when β·W falls below the BDP.
 * **cross-stream head-of-line blocking**: when other streams' bytes are interleaved on the same
   ordered stream (forced HoL blocking: all bodies on one stream; or an ordered header stream),
@@ -219,7 +220,11 @@ def transfer(
     fast = events - tail
     pto = np.maximum(2.0 * rtt, 10.0)
     rto = np.maximum(MIN_RTO_MS, 3.0 * rtt)
-    tail_wait = np.where(tp.tlp > 0, pto, rto)
+    # a probe re-sends the flight's last packet, which repairs the loss only when that packet was
+    # among the lost ones (a burst of ~``burst`` packets somewhere in the last 3 + burst); else
+    # the probe's ACK reveals the loss and its repair takes one more round trip
+    probe_misses = u[11] >= net["burst"] / (3.0 + net["burst"])
+    tail_wait = np.where(tp.tlp > 0, pto + np.where(probe_misses, rtt, 0.0), rto)
     recovery = rtt * fast * (1.0 + 0.5 * u[6]) + tail * tail_wait
 
     # window reduction in the bandwidth-limited phase
@@ -238,10 +243,8 @@ def transfer(
     # (RTT noise with log-normal sigma = jitter, plus the receiver's delayed-ACK wait)
     ack_at = rtt * np.exp(net["jitter"] * variates.normal(u[9])) + DELAYED_ACK_MS * u[10]
     spurious = np.where(tp.tlp > 0, (ack_at > pto).astype(np.int64) + ((tp.tlp > 1) & (ack_at > 2.0 * pto)), ack_at > rto)
-    # a probe re-sends the flight's last packet, which repairs the loss only when that packet was
-    # among the lost ones (a burst of ~``burst`` packets somewhere in the last 3 + burst); else the
-    # loss is repaired once the probe's ACK reveals it, and the probe was one more retransmission
-    probe_redundant = (tp.tlp > 0) & (tail > 0) & (u[11] >= net["burst"] / (3.0 + net["burst"]))
+    # a probe that repaired nothing was one more retransmission
+    probe_redundant = (tp.tlp > 0) & (tail > 0) & probe_misses
     spurious = spurious.astype(np.int64) + probe_redundant
     retx = lost + spurious
     time = base + recovery + penalty + hol
