@@ -48,7 +48,7 @@ def _control(settings: Settings, *args: str) -> subprocess.CompletedProcess[str]
 
 
 def _listener_pid(port: int) -> int | None:
-    """Pid of the process listening on TCP ``port``, or None when the OS does not say (not ours)."""
+    """Pid of the process listening on TCP ``port``, or None when the OS does not say (e.g. not root on macOS)."""
     import psutil
 
     try:
