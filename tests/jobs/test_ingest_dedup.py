@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from datetime import date
+from datetime import date, datetime, timedelta
 
 import jobs.ingest
 from jobs.ingest.tables import QUARANTINE
@@ -36,6 +36,4 @@ def test_an_earlier_quarantined_copy_does_not_make_the_valid_copy_a_duplicate(in
 
 
 def ts_minus_minute(text: str) -> str:
-    from datetime import datetime, timedelta
-
     return ts(datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ") - timedelta(minutes=1))
