@@ -10,11 +10,15 @@ Schedulers (seed 004, XLINK, Zheng et al. SIGCOMM 2021):
 * **reinjection** – once path 1 has delivered its part, whatever path 2 still has outstanding
   (its unacknowledged bytes, at least its in-flight window) is re-sent on path 1; the chunk
   completes at the earlier of the two copies. Costs the re-injected bytes.
-* **qoe_reinjection** – the client reports its buffer level (QoE feedback); the server re-injects
-  only when path 2's lateness exceeds a budget of :data:`QOE_LAG_BUDGET` × the buffered play
-  time, i.e. when a late chunk could eat into playback; otherwise it behaves like ``min_rtt``. The
-  rare, very late chunks (the tail) are still rescued, the many slightly late ones are not, so it
-  keeps most of the tail gain for a fraction of the bytes.
+* **qoe_reinjection** – XLINK: the client reports its buffer level (QoE feedback) and the server
+  switches re-injection by XLINK's double threshold: always below :data:`QOE_BUFFER_LOW_S` of
+  buffered play time, never above :data:`QOE_BUFFER_HIGH_S`, and in between only when path 2's
+  lateness would outlast the buffer; otherwise it behaves like ``min_rtt``. The rare, very late
+  chunks of a draining buffer are still rescued, the many slightly late ones of a full buffer are
+  not, so it keeps most of the tail gain for a fraction of the bytes. XLINK also returns path 2's
+  ACKs on the fast path ("fast-path ACK"), so path 2's feedback loop (slow-start rounds, loss
+  recovery) takes half of each path's RTT instead of path 2's whole RTT, which shortens
+  multipath head-of-line blocking where no re-injection happens: at the median.
 
 The second path is the other access network of the device: RTT, loss and rate drawn around the
 first path's by the factors in :data:`SECOND_PATH`, only weakly correlated with it (a congested
@@ -28,7 +32,10 @@ import numpy as np
 from simulation.network import MSS
 from simulation.transport import MP_CODES, TransportArrays, transfer
 
-QOE_LAG_BUDGET = 0.06  # share of the buffered play time that path-2 lateness may use up
+# XLINK's double-threshold QoE control: below LOW the server always re-injects, above HIGH never,
+# in between when the buffered play time would not cover path 2's expected lateness
+QOE_BUFFER_LOW_S = 8.0
+QOE_BUFFER_HIGH_S = 20.0
 # median factor and log-normal sigma of path 2 relative to path 1
 SECOND_PATH = {"rtt": (3.0, 0.8), "loss": (4.0, 1.0), "bw": (0.2, 0.8)}
 SECOND_PATH_CORRELATION = 0.3  # the two access networks share the device and place, little else
@@ -80,6 +87,9 @@ def multipath_transfer(
     sched = tp.multipath.astype(np.int64)
     mp = sched > 0
     net2 = second_path(rng, net)
+    qoe = sched == MP_CODES.index("qoe_reinjection")
+    # XLINK returns path 2's ACKs on the fast path: its feedback loop is half of each path's RTT
+    net2["rtt_ms"] = np.where(qoe, (net["rtt_ms"] + net2["rtt_ms"]) / 2.0, net2["rtt_ms"])
     share2 = net2["bw_kbps"] / (net2["bw_kbps"] + net["bw_kbps"])
     # min-RTT fills path 1's window first, but path 2 always gets at least its own window's worth
     window2 = net2["bw_kbps"] * net2["rtt_ms"] / 8.0 + tp.iw * MSS
@@ -95,8 +105,8 @@ def multipath_transfer(
     in_flight = np.minimum(s2, net2["bw_kbps"] * net2["rtt_ms"] / 8.0)
     outstanding = np.where(late, np.maximum(remaining, in_flight), 0.0)
     # QoE-driven: tolerate path 2's lateness while the playback buffer can absorb it
-    budget_ms = QOE_LAG_BUDGET * buffered_s * 1000.0
-    qoe_wants = (sched == MP_CODES.index("qoe_reinjection")) & ((t2["time_ms"] - t1["time_ms"]) > budget_ms)
+    lag_s = (t2["time_ms"] - t1["time_ms"]) / 1000.0
+    qoe_wants = qoe & ((buffered_s < QOE_BUFFER_LOW_S) | ((buffered_s < QOE_BUFFER_HIGH_S) & (buffered_s < lag_s)))
     wants = (sched == MP_CODES.index("reinjection")) | qoe_wants
     reinject = late & wants
     resend_ms = t1["time_ms"] + net["rtt_ms"] / 2.0 + outstanding * 8.0 / t1["rate_kbps"]

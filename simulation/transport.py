@@ -54,6 +54,7 @@ NEAR_FULL = 0.8
 APP_LIMITED_TAIL = 0.12  # share of losses at the end of an application-limited flight (no dupacks follow)
 DELAYED_ACK_MS = 25.0  # receiver's max ack delay (the tail packet may wait for it)
 MIN_RTO_MS = 200.0
+CUBIC_C = 0.4  # RFC 8312's cubic scaling constant
 
 
 @dataclass(frozen=True)
@@ -124,19 +125,20 @@ def ca_loss_rate(tp: TransportArrays, bdp: np.ndarray, buf: np.ndarray, rtt_ms: 
     """Per-packet congestion loss of a bandwidth-limited flow in congestion avoidance.
 
     Two parts: the loss rate the controller's response function needs to hold the window
-    W = BDP + buffer, per emulated connection (w = W/N): Reno p = 1.5/w² (Mathis et al. 1997);
-    Cubic the larger of its TCP-friendly rate (the same) and its cubic-curve rate
-    p = 1.072·RTT/w^(4/3) (RFC 8312 §5.1, C = 0.4, β = 0.7; RTT in seconds), so Cubic probes
-    harder on paths with large windows and long RTTs; and
-    drops of packets arriving while bursts of competing traffic overflow the standing queue, in
-    proportion to how long the controller keeps the queue near full (:func:`near_full_fraction`),
-    reduced by pacing, which removes the flow's own micro-bursts.
+    W = BDP + buffer with the (alpha, beta) of its N-connection emulation (:func:`aimd_params`):
+    AIMD p = alpha·(1 + beta) / (2·(1 − beta)·W²) for Reno and Cubic's TCP-friendly region (1.5/W²
+    for one Reno connection, Mathis et al. 1997), and for Cubic the larger of that and its
+    cubic-curve rate p = (C·(3 + beta) / (4·(1 − beta)))^(1/3)·RTT/W^(4/3) (RFC 8312 §5.1, C = 0.4;
+    1.072·RTT/W^(4/3) for beta = 0.7; RTT in seconds), so Cubic probes harder on paths with large
+    windows and long RTTs; and drops of packets arriving while bursts of competing traffic overflow
+    the standing queue, in proportion to how long the controller keeps the queue near full
+    (:func:`near_full_fraction`), reduced by pacing, which removes the flow's own micro-bursts.
     """
-    _, beta = aimd_params(tp)
-    n = tp.nconn.astype(float)
-    w = np.maximum(bdp + buf, 2.0) / np.sqrt(n)  # emulated connections share the window
-    p_reno = 1.5 / (w * w)
-    p_cubic = np.maximum(p_reno, 1.072 * (rtt_ms / 1000.0) / w ** (4.0 / 3.0))
+    alpha, beta = aimd_params(tp)
+    w = np.maximum(bdp + buf, 2.0)
+    p_reno = alpha * (1.0 + beta) / (2.0 * (1.0 - beta) * w * w)
+    cubic_k = (CUBIC_C * (3.0 + beta) / (4.0 * (1.0 - beta))) ** (1.0 / 3.0)
+    p_cubic = np.maximum(p_reno, cubic_k * (rtt_ms / 1000.0) / w ** (4.0 / 3.0))
     p_aimd = np.where(tp.reno, p_reno, p_cubic)
     p_queue = QUEUE_DROP * near_full_fraction(beta, bdp, buf) * np.where(tp.pacing, PACED_BURST_FACTOR, 1.0)
     return np.minimum(p_aimd + p_queue, 0.05)

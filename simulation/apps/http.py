@@ -12,7 +12,8 @@ response is in flight other requests of the page are in flight on the same conne
 desktop than on mobile); with forced head-of-line blocking (``single_stream``) their bytes are
 interleaved on the one ordered stream, so their losses stall this response too
 (:func:`simulation.transport.transfer`), which is why FHOL costs more at the tail on Windows than
-on Android (seed 000).
+on Android (seed 000). A few percent of desktop requests are hanging GETs whose server holds the
+response for seconds, which puts the desktop tail far above the mobile one.
 """
 
 from __future__ import annotations
@@ -42,6 +43,11 @@ CONCURRENT = np.array([2.8, 1.5, 2.8, 1.5, 2.8])  # mean other streams in flight
 CONCURRENCY_SHAPE = 0.3  # gamma-Poisson: most requests alone, some in bursts of dozens
 TX_FACTOR = np.array([1.3, 0.8, 1.3, 0.8, 1.3])  # requests per session relative to the workload's
 SERVER_MEDIAN_MS = 40.0
+# hanging GETs (long polls for notifications, chat, sync): the server holds the response until it
+# has something to say; desktop browsers keep many open, which is what puts Windows' p95 at twice
+# Android's in seed 000
+HANGING_SHARE = np.array([0.025, 0.005, 0.025, 0.005, 0.025])
+HANGING_MEDIAN_MS = 6000.0
 PAGE_BURST_SHARE = 0.9  # requests that follow the previous one within the same page
 IN_PAGE_GAP_MS = 5.0
 PAGE_GAP_MS = 20_000.0
@@ -96,6 +102,8 @@ def browser_events(
     hs = np.where(new, hs, 0.0)
     zr = zr & new
     server = lognormal(rng, SERVER_MEDIAN_MS, 1.2, m)
+    hanging = rng.random(m) < HANGING_SHARE[plat]
+    server = np.where(hanging, lognormal(rng, HANGING_MEDIAN_MS, 0.8, m), server)
     # requests come in page bursts (a few ms apart), pages tens of seconds apart
     u = rng.random((4, m))
     gap = np.where(u[0] < PAGE_BURST_SHARE, -IN_PAGE_GAP_MS * np.log1p(-u[1]), -PAGE_GAP_MS * np.log1p(-u[1]))

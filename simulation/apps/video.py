@@ -46,6 +46,11 @@ BUFFER_S = 30.0
 DECODE_MS = 80.0
 OTHER_SHARE_MEDIAN = 0.03  # other requests in flight per chunk, relative to the chunk
 OTHER_REQUESTS = 0.5  # prefetches, thumbnails, ads, stats pings in flight per chunk
+# connectivity gaps (wifi roaming, cellular handover, radio dropping out): per second of content,
+# by network type (ethernet, wifi, cellular), and their log-normal length; no protocol helps there
+OUTAGES_PER_S = np.array([1 / 900.0, 1 / 150.0, 1 / 60.0])
+OUTAGE_MEDIAN_MS = 1500.0
+OUTAGE_SIGMA = 1.0
 
 
 def choose_bitrate(estimate_kbps: np.ndarray, buffer_s: np.ndarray) -> np.ndarray:
@@ -114,11 +119,16 @@ def video_events(
         room_at = play[a, k - buffer_chunks] + chunk_ms if k >= buffer_chunks else np.zeros(m)
         idle = (room_at - done_prev[a]) > np.maximum(200.0, 3.0 * net["rtt_ms"])
         cold = new | idle
+        outage = np.where(
+            rng.random(m) < -np.expm1(-OUTAGES_PER_S[pop.net[sess.client[s]]] * cfg.chunk_seconds),
+            lognormal(rng, OUTAGE_MEDIAN_MS, OUTAGE_SIGMA, m),
+            0.0,
+        )
         if cfg.two_paths:
             tr = multipath_transfer(rng, size, net, tp, ~cold, buffered, interleaved_bytes=audio + other)
         else:
             tr = transfer(rng, size, net, tp, warm=~cold, interleaved_bytes=audio + other)
-        dl = tr["time_ms"] + (hs_pb[a] if k == 0 else 0.0)
+        dl = tr["time_ms"] + outage + (hs_pb[a] if k == 0 else 0.0)
         if k == 0:
             done = dl
             play[a, 0] = done
