@@ -105,7 +105,13 @@ def _null_out(table: pa.Table, rows: np.ndarray, field: str) -> pa.Table:
     col = table.column(field).combine_chunks()
     mask = np.zeros(len(table), dtype=bool)
     mask[rows] = True
-    new = pc.if_else(pa.array(mask), pa.nulls(len(table), col.type), col)
+    if col.type.num_fields == 0 and col.offset == 0:  # flat column: swap in a validity bitmap
+        if col.null_count:
+            mask |= col.is_null().to_numpy(zero_copy_only=False)
+        bitmap = pa.py_buffer(np.packbits(~mask, bitorder="little"))
+        new = pa.Array.from_buffers(col.type, len(col), [bitmap, *col.buffers()[1:]], null_count=int(mask.sum()))
+    else:
+        new = pc.if_else(pa.array(mask), pa.nulls(len(table), col.type), col)
     i = table.schema.get_field_index(field)
     return table.set_column(i, pa.field(field, col.type, nullable=True), new)
 
@@ -119,30 +125,37 @@ def write_kind(scenario: Scenario, ctx: BlockContext, kind: str, batch: EventBat
     plan = plan_faults(rng, kind, batch.t_ms, scenario.faults, fmt)
     rows = np.concatenate([np.arange(n), plan.duplicate_rows])
     upload = np.concatenate([plan.upload_time_ms, plan.duplicate_upload_ms])
+    # rows grouped by upload day (stably: each day keeps the generated order), so that each day's
+    # file is a zero-copy slice of the table instead of a gather of every column
+    order = np.argsort(upload_dates(upload), kind="stable")
+    position = np.empty_like(order)
+    position[order] = np.arange(len(order))
+    rows, upload = rows[order], upload[order]
+    days = upload_dates(upload)
     table = build_table(kind, batch, ctx, ids, plan.event_time_ms, upload, rows=rows, upload_aligned=True)
     violations: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     for field in np.unique(plan.violation_fields):
         sel = plan.violation_fields == field
-        violations[str(field)] = (plan.violation_rows[sel], plan.violation_wrong_type[sel])
+        violations[str(field)] = (position[plan.violation_rows[sel]], plan.violation_wrong_type[sel])
     if fmt == "parquet":
         for field, (vrows, _) in violations.items():
             table = _null_out(table, vrows, field)
-    days = upload_dates(upload)
     batch_id = f"{scenario.name}-{_sim_date(scenario, day).replace('-', '')}-b{block:04d}"
     written: dict[str, int] = {}
     lines = json_lines(kind, table, violations) if fmt == "jsonl" else None
-    bad = malformed_lines(rng, [lines[i].as_py().encode() for i in range(min(3, len(lines)))], plan.malformed) if lines is not None else []
-    bad_day = days[rng.integers(0, len(days), size=len(bad))] if len(days) else np.zeros(len(bad), dtype=np.int64)
+    sample = [lines[int(position[i])].as_py().encode() for i in range(min(3, len(lines)))] if lines is not None else []
+    bad = malformed_lines(rng, sample, plan.malformed) if lines is not None else []
+    bad_day = days[position[rng.integers(0, len(days), size=len(bad))]] if len(days) else np.zeros(len(bad), dtype=np.int64)
     for d in np.unique(np.concatenate([days, bad_day])):
-        sel = np.flatnonzero(days == d)
+        start, stop = np.searchsorted(days, [d, d + 1])
         path = batch_path(out, int(d), kind, batch_id, fmt)
         if fmt == "jsonl":
             extra = [b for b, bd in zip(bad, bad_day, strict=True) if bd == d]
-            write_jsonl_gz(path, lines.take(pa.array(sel)), extra)
-            written[day_str(int(d))] = len(sel) + len(extra)
+            write_jsonl_gz(path, lines.slice(start, stop - start), extra)
+            written[day_str(int(d))] = int(stop - start) + len(extra)
         else:
-            write_parquet(path, table.take(pa.array(sel)))
-            written[day_str(int(d))] = len(sel)
+            write_parquet(path, table.slice(start, stop - start))
+            written[day_str(int(d))] = int(stop - start)
     return {"events": n, "rows_by_upload_date": written, "bad_input": plan.counts}
 
 

@@ -28,17 +28,19 @@ def aggregate_connections(
     scheduler: np.ndarray | None = None,
 ) -> EventBatch:
     """Aggregate per-transfer arrays (all the same length) into one event per distinct ``conn_u64``."""
-    uniq, first, inv = np.unique(conn_u64, return_index=True, return_inverse=True)
+    # one sort: by connection, then end time; each connection is then a run of ``order``
+    order = np.lexsort((end_ms, conn_u64))
+    ids = conn_u64[order]
+    starts = np.flatnonzero(np.concatenate(([True], ids[1:] != ids[:-1]))) if len(ids) else np.zeros(0, dtype=np.int64)
+    uniq = ids[starts]
     k = len(uniq)
-    order = np.lexsort((end_ms, inv))  # by connection, then by end time
-    last = np.empty(k, dtype=np.int64)
-    last[inv[order]] = order  # the last write per connection wins: latest end time
+    first = np.minimum.reduceat(order, starts) if k else starts  # its first transfer (handshake)
+    last = order[np.append(starts[1:], len(order)) - 1] if k else starts  # its latest-ending one
 
     def total(x: np.ndarray) -> np.ndarray:
-        return np.bincount(inv, weights=x, minlength=k)
+        return np.add.reduceat(np.asarray(x, dtype=float)[order], starts) if k else np.zeros(0)
 
-    min_rtt = np.full(k, np.inf)
-    np.minimum.at(min_rtt, inv, tr["min_rtt_ms"])
+    min_rtt = np.minimum.reduceat(tr["min_rtt_ms"][order], starts) if k else np.zeros(0)
     tpc = tp.take(first)
     sched = np.zeros(k, dtype=np.int8) if scheduler is None else scheduler[first].astype(np.int8)
     cols = {
