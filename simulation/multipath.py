@@ -37,32 +37,34 @@ from simulation.transport import MP_CODES, TransportArrays, transfer
 QOE_BUFFER_LOW_S = 8.0
 QOE_BUFFER_HIGH_S = 20.0
 # median factor and log-normal sigma of path 2 relative to path 1
-SECOND_PATH = {"rtt": (3.0, 0.8), "loss": (4.0, 1.0), "bw": (0.2, 0.8)}
+SECOND_PATH = {"rtt": (3.0, 0.8), "loss": (6.0, 1.0), "bw": (0.2, 0.8)}
 SECOND_PATH_CORRELATION = 0.3  # the two access networks share the device and place, little else
 SECOND_PATH_BURST = 3.0
 SECOND_PATH_BUFFER_PKTS = 256.0
 
 
-def _around(rng_z: np.ndarray, first: np.ndarray, factor: float, sigma: float) -> np.ndarray:
+def _around(rng_z: np.ndarray, first: np.ndarray, typical: np.ndarray, factor: float, sigma: float) -> np.ndarray:
     """Path-2 values: ``factor`` × path 1's, correlated with it only by :data:`SECOND_PATH_CORRELATION`.
 
-    In log space path 2 is pulled from path 1's value toward the batch's typical (geometric mean)
-    path 1, then spread by ``sigma``: a very bad wifi does not make the cellular path as bad.
+    In log space path 2 is pulled from path 1's value toward what is typical for the device
+    (the fleet's median for its platform and network type), then spread by ``sigma``: a very bad
+    wifi does not make the cellular path as bad.
     """
-    log1 = np.log(np.maximum(first, 1e-12))
-    centre = log1.mean() if len(log1) else 0.0
     rho = SECOND_PATH_CORRELATION
-    return factor * np.exp(rho * log1 + (1.0 - rho) * centre + sigma * rng_z)
+    log1 = np.log(np.maximum(first, 1e-12))
+    return factor * np.exp(rho * log1 + (1.0 - rho) * np.log(np.maximum(typical, 1e-12)) + sigma * rng_z)
 
 
-def second_path(rng: np.random.Generator, net: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """Network of the secondary path of each transfer (e.g. cellular next to wifi)."""
+def second_path(rng: np.random.Generator, net: dict[str, np.ndarray], typical: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Network of the secondary path of each transfer (e.g. cellular next to wifi); ``typical``
+    holds the fleet's medians (rtt_ms, loss, bw_kbps) for each transfer's device."""
     m = len(net["rtt_ms"])
     z = rng.standard_normal((3, m))
     out = dict(net)
-    out["rtt_ms"] = _around(z[0], net["rtt_ms"], *SECOND_PATH["rtt"])
-    out["loss"] = np.minimum(_around(z[1], np.maximum(net["loss"], 1e-4), *SECOND_PATH["loss"]), 0.2)
-    out["bw_kbps"] = _around(z[2], net["bw_kbps"], *SECOND_PATH["bw"])
+    out["rtt_ms"] = _around(z[0], net["rtt_ms"], typical["rtt_ms"], *SECOND_PATH["rtt"])
+    loss1 = np.maximum(net["loss"], 1e-4)
+    out["loss"] = np.minimum(_around(z[1], loss1, np.maximum(typical["loss"], 1e-4), *SECOND_PATH["loss"]), 0.2)
+    out["bw_kbps"] = _around(z[2], net["bw_kbps"], typical["bw_kbps"], *SECOND_PATH["bw"])
     out["burst"] = np.full(m, SECOND_PATH_BURST)
     out["buffer_pkts"] = np.full(m, SECOND_PATH_BUFFER_PKTS)
     out["cross"] = np.zeros(m, dtype=np.int16)
@@ -76,9 +78,11 @@ def multipath_transfer(
     tp: TransportArrays,
     warm: np.ndarray,
     buffered_s: np.ndarray,
+    typical: dict[str, np.ndarray],
     interleaved_bytes: np.ndarray | None = None,
 ) -> dict[str, np.ndarray]:
-    """Chunk downloads under each element's scheduler (``tp.multipath``).
+    """Chunk downloads under each element's scheduler (``tp.multipath``); ``typical``: see
+    :func:`second_path`.
 
     Returns time_ms and the per-path arrays p1_* / p2_* (bytes, reinjected, srtt_ms, lost), plus the
     path-1 transfer's fields for the connection counters.
@@ -86,7 +90,7 @@ def multipath_transfer(
     m = len(size)
     sched = tp.multipath.astype(np.int64)
     mp = sched > 0
-    net2 = second_path(rng, net)
+    net2 = second_path(rng, net, typical)
     qoe = sched == MP_CODES.index("qoe_reinjection")
     # XLINK returns path 2's ACKs on the fast path: its feedback loop is half of each path's RTT
     net2["rtt_ms"] = np.where(qoe, (net["rtt_ms"] + net2["rtt_ms"]) / 2.0, net2["rtt_ms"])

@@ -88,6 +88,16 @@ def sample_client_networks(rng: np.random.Generator, platform: np.ndarray, net: 
     }
 
 
+def typical_networks(platform: np.ndarray, net: np.ndarray, factors: tuple[float, float, float]) -> dict[str, np.ndarray]:
+    """The fleet's median RTT, loss and bandwidth for each client's platform and network type
+    (scaled by the scenario's (RTT, bandwidth, loss) factors): what is typical, not what it drew."""
+    return {
+        "rtt_ms": RTT_MEDIAN_MS[net] * PLATFORM_RTT_FACTOR[platform] * factors[0],
+        "bw_kbps": BW_MEDIAN_KBPS[net] * PLATFORM_BW_FACTOR[platform] * factors[1],
+        "loss": np.minimum(LOSS_MEDIAN[net] * PLATFORM_LOSS_FACTOR[platform] * factors[2], MAX_LOSS),
+    }
+
+
 def session_networks(rng: np.random.Generator, client_net: dict[str, np.ndarray], idx: np.ndarray) -> dict[str, np.ndarray]:
     """Network of each session: the owning client's, varied by session-level log-normal factors."""
     m = len(idx)

@@ -20,6 +20,7 @@ from simulation.network import (
     PLATFORMS,
     sample_client_networks,
     sample_platform_network,
+    typical_networks,
 )
 
 BLOCK = 50_000
@@ -39,6 +40,7 @@ class Population:
     activity: np.ndarray  # mean sessions per day
     zero_rtt_p: np.ndarray  # P(cached server config) per connection
     network: dict[str, np.ndarray]
+    typical: dict[str, np.ndarray]  # the fleet's medians for each client's platform and network type
 
     def __len__(self) -> int:
         return len(self.index)
@@ -90,4 +92,5 @@ def make_block(
         activity=activity,
         zero_rtt_p=zero_rtt_p,
         network=network,
+        typical=typical_networks(platform, net, factors),
     )

@@ -125,7 +125,8 @@ def video_events(
             0.0,
         )
         if cfg.two_paths:
-            tr = multipath_transfer(rng, size, net, tp, ~cold, buffered, interleaved_bytes=audio + other)
+            typical = {key: v[sess.client[s]] for key, v in pop.typical.items()}
+            tr = multipath_transfer(rng, size, net, tp, ~cold, buffered, typical, interleaved_bytes=audio + other)
         else:
             tr = transfer(rng, size, net, tp, warm=~cold, interleaved_bytes=audio + other)
         dl = tr["time_ms"] + outage + (hs_pb[a] if k == 0 else 0.0)
