@@ -14,7 +14,9 @@ For its **logical day D** (`{{ ds }}`, the start of the run's one-day data inter
    tests, in the pipeline's Spark session; dbt unit tests run in CI, not daily);
 5. **results**: `quicexp results --date D` (gold.experiment_sufficient_stats → stats engine →
    gold.experiment_results);
-6. **report**: `quicexp report --experiment X --date D`, one mapped task per running experiment;
+6. **reports**: `quicexp report --date D --experiment X --experiment Y …`, every running experiment
+   in one Spark session (one report failing does not stop the others; the task then fails naming
+   it, and its retry rewrites them all, which is idempotent);
 7. **publish**: writes the day's manifest (`<reports_dir>/_published/D.json`) and rebuilds
    `<reports_dir>/index.html`.
 
@@ -102,29 +104,20 @@ with DAG(
 
         return run_quicexp(["results", "--date", ds])
 
-    @task
-    def running_experiments(experiments: list[str], ds: str | None = None) -> list[str]:
-        """The registry's experiments running on D: what the report step maps over."""
+    @task(pool=LAKE_POOL, execution_timeout=TIMING.spark_timeout)
+    def reports(experiments: list[str], ds: str | None = None) -> str | None:
+        """The HTML and Markdown reports of the experiments running on D, in one Spark session."""
         import logging
+
+        from quicexp_airflow.pipeline import run_quicexp
 
         logging.getLogger(__name__).info(
             "%s: %d experiment(s) to report: %s", ds, len(experiments), experiments
         )
-        return list(experiments)
-
-    @task(
-        pool=LAKE_POOL,
-        execution_timeout=TIMING.spark_timeout,
-        map_index_template="{{ experiment }}",
-    )
-    def report(experiment: str, ds: str | None = None) -> str | None:
-        """The HTML and Markdown report of one experiment for day D."""
-        from airflow.sdk import get_current_context
-
-        from quicexp_airflow.pipeline import run_quicexp
-
-        get_current_context()["experiment"] = experiment
-        return run_quicexp(["report", "--experiment", experiment, "--date", ds])
+        if not experiments:
+            return None
+        flags = [arg for experiment in experiments for arg in ("--experiment", experiment)]
+        return run_quicexp(["report", "--date", ds, *flags])
 
     @task(multiple_outputs=False, trigger_rule="none_failed")
     def publish(
@@ -147,12 +140,11 @@ with DAG(
         timeout=TIMING.landing_timeout,
         mode="reschedule",
     )
-    reports = report.expand(experiment=running_experiments(day["experiments"]))
     (
         landing
         >> ingest()
         >> dbt_build()
         >> results()
-        >> reports
+        >> reports(day["experiments"])
         >> publish(day["reports_dir"], day["day"], day["experiments"])
     )

@@ -31,6 +31,10 @@ log = logging.getLogger("quicexp")
 # typer ships its own copy of click; its exception base class is public only through this path.
 _ClickException = typer.BadParameter.__mro__[2]
 
+class ReportsFailed(RuntimeError):
+    """Some of the requested reports could not be written (the others were)."""
+
+
 DayOption = Annotated[str, typer.Option("--date", "-d", help="Logical day, YYYY-MM-DD.")]
 
 
@@ -128,15 +132,35 @@ def results(day: DayOption) -> None:
 
 @app.command()
 def report(
-    experiment: Annotated[str, typer.Option("--experiment", "-e", help="Experiment id from the registry.")],
+    experiments: Annotated[
+        list[str],
+        typer.Option("--experiment", "-e", help="Experiment id from the registry (repeat for several)."),
+    ],
     day: DayOption,
 ) -> None:
-    """Write the HTML (and Markdown) report of one experiment and day."""
+    """Write the HTML (and Markdown) reports of experiments for a day, in one Spark session.
+
+    Every experiment is attempted; when some fail, the others are still written and the command
+    ends with one line naming the failed ones (non-zero exit).
+    """
     import jobs.report
 
     settings, d = _settings(), parse_day(day)
-    paths = jobs.report.run(_spark(settings, "quicexp-report"), settings, d, experiment)
-    typer.echo(f"report: {paths.html}")
+    wanted = list(dict.fromkeys(experiments))  # each once, in the order given
+    spark = _spark(settings, "quicexp-report")
+    failed: list[str] = []
+    for experiment in wanted:
+        try:
+            paths = jobs.report.run(spark, settings, d, experiment)
+        except ConfigError as e:
+            failed.append(f"{experiment} ({e})")
+        except Exception as e:  # a Spark or rendering failure of one report must not stop the others
+            log.exception("report %s %s failed", experiment, d)
+            failed.append(f"{experiment} ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''})")
+        else:
+            typer.echo(f"report: {paths.html}")
+    if failed:
+        raise ReportsFailed(f"{len(failed)} of {len(wanted)} reports failed: {'; '.join(failed)}")
 
 
 @app.command("run-day")
@@ -213,6 +237,9 @@ def main(argv: list[str] | None = None) -> int:
     except (ConfigError, FileNotFoundError) as exc:
         typer.echo(f"quicexp: error: {exc}", err=True)
         return 2
+    except ReportsFailed as exc:
+        typer.echo(f"quicexp: error: {exc}", err=True)
+        return 1
     return 0
 
 

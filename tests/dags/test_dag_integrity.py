@@ -18,7 +18,7 @@ from quicexp.config import REPO_ROOT
 DAGS = REPO_ROOT / "dags"
 AIRFLOW_PY = REPO_ROOT / ".venvs" / "airflow" / "bin" / "python"
 RUFF = REPO_ROOT / ".venvs" / "pipeline" / "bin" / "ruff"
-SPARK_TASKS = {"ingest", "dbt_build", "results", "report"}
+SPARK_TASKS = {"ingest", "dbt_build", "results", "reports"}
 
 
 @pytest.fixture(scope="module")
@@ -77,7 +77,8 @@ def test_every_task_retries_and_records_failures(facts):
 def test_spark_steps_share_the_lake_pool(facts):
     tasks = facts["dags"]["quicexp_daily"]["tasks"]
     assert {t for t, v in tasks.items() if v["pool"] == "quicexp_lake"} == SPARK_TASKS
-    assert tasks["report"]["is_mapped"]
+    # every report of the day in one task: one Spark session instead of one per experiment
+    assert not any(v["is_mapped"] for v in tasks.values())
 
 
 def test_landing_sensor_reschedules_and_times_out(facts):
@@ -89,13 +90,12 @@ def test_landing_sensor_reschedules_and_times_out(facts):
 def test_task_order(facts):
     downstream = {t: v["downstream"] for t, v in facts["dags"]["quicexp_daily"]["tasks"].items()}
     assert downstream == {
-        "plan": ["publish", "running_experiments", "wait_for_landing"],
+        "plan": ["publish", "reports", "wait_for_landing"],
         "wait_for_landing": ["ingest"],
         "ingest": ["dbt_build"],
         "dbt_build": ["results"],
-        "results": ["report"],
-        "running_experiments": ["report"],
-        "report": ["publish"],
+        "results": ["reports"],
+        "reports": ["publish"],
         "publish": [],
     }
 

@@ -1,6 +1,7 @@
 """Real runs of quicexp_daily: a back-fill through a real scheduler, then `airflow dags test`.
 
-Fewest runs that prove each property (every day-run starts four Spark JVMs and takes minutes):
+Fewest runs that prove each property (every day-run starts four Spark JVMs, for ingest, dbt,
+results and the reports, and takes minutes):
 
 - a day without landing data: the sensor fails after its (short) timeout, nothing is written;
 - namespace ``dags_bf``: the shared pipeline lake's days (tests/pipeline_lake.py: same landing

@@ -74,3 +74,28 @@ def test_missing_day_and_unknown_experiment_are_one_line_errors(spark, lake_with
     with pytest.raises(ConfigError, match=r"^unknown experiment 'nope'") as err:
         jobs.report.run(spark, lake_with_results, DAY, "nope")
     assert "\n" not in str(err.value)
+
+
+def test_cli_writes_every_report_it_can_and_names_the_ones_it_cannot(
+    spark, lake_with_results, monkeypatch, capsys
+):
+    """`quicexp report` with several experiments (the DAG's reports task): one Spark session, the
+    failing experiment does not stop the others, one line names it, exit 1."""
+    import quicexp.cli
+
+    monkeypatch.setattr(quicexp.cli, "_settings", lambda: lake_with_results)
+    monkeypatch.setattr(quicexp.cli, "_spark", lambda settings, app_name: spark)
+    html = lake_with_results.reports_dir / "fhol_test" / "2026-06-17.html"
+    html.unlink(missing_ok=True)
+
+    code = quicexp.cli.main(
+        ["report", "-e", "nope", "-e", "fhol_test", "-e", "nope", "--date", "2026-06-17"]
+    )
+
+    out, err = capsys.readouterr()
+    assert code == 1
+    assert html.exists() and f"report: {html}" in out
+    lines = [line for line in err.splitlines() if line.startswith("quicexp:")]
+    assert len(lines) == 1
+    assert lines[0].startswith("quicexp: error: 1 of 2 reports failed: nope (unknown experiment 'nope'")
+    assert "Traceback" not in err
