@@ -31,6 +31,7 @@ log = logging.getLogger("quicexp")
 # typer ships its own copy of click; its exception base class is public only through this path.
 _ClickException = typer.BadParameter.__mro__[2]
 
+
 class ReportsFailed(RuntimeError):
     """Some of the requested reports could not be written (the others were)."""
 

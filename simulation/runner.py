@@ -105,7 +105,8 @@ def _null_out(table: pa.Table, rows: np.ndarray, field: str) -> pa.Table:
     col = table.column(field).combine_chunks()
     mask = np.zeros(len(table), dtype=bool)
     mask[rows] = True
-    if col.type.num_fields == 0 and col.offset == 0:  # flat column: swap in a validity bitmap
+    flat = col.type.num_fields == 0 and not pa.types.is_dictionary(col.type)
+    if flat and col.offset == 0:  # swap in a validity bitmap
         if col.null_count:
             mask |= col.is_null().to_numpy(zero_copy_only=False)
         bitmap = pa.py_buffer(np.packbits(~mask, bitorder="little"))
