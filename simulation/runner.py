@@ -128,11 +128,11 @@ def write_kind(scenario: Scenario, ctx: BlockContext, kind: str, batch: EventBat
     upload = np.concatenate([plan.upload_time_ms, plan.duplicate_upload_ms])
     # rows grouped by upload day (stably: each day keeps the generated order), so that each day's
     # file is a zero-copy slice of the table instead of a gather of every column
-    order = np.argsort(upload_dates(upload), kind="stable")
+    days = upload_dates(upload)
+    order = np.argsort(days, kind="stable")
     position = np.empty_like(order)
     position[order] = np.arange(len(order))
-    rows, upload = rows[order], upload[order]
-    days = upload_dates(upload)
+    rows, upload, days = rows[order], upload[order], days[order]
     table = build_table(kind, batch, ctx, ids, plan.event_time_ms, upload, rows=rows, upload_aligned=True)
     violations: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     for field in np.unique(plan.violation_fields):

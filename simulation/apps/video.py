@@ -15,6 +15,8 @@ Each chunk download is a :func:`simulation.transport.transfer` on the chunk's ne
 fading and loss bursts vary per chunk). The audio track and other requests (thumbnails, stats
 pings) are in flight on the same connection; with forced head-of-line blocking their losses stall
 the video chunk too, which lowers the measured bandwidth and adds rebuffers (seed 000).
+Connectivity gaps (:data:`OUTAGES_PER_S`) delay a chunk's request whatever the transport, so not
+every rebuffer is a transport stall; they do not count as download time in the bandwidth meter.
 """
 
 from __future__ import annotations
