@@ -31,8 +31,9 @@ test: setup ## Run the whole test suite (starts Spark, dbt, Airflow, Thrift, Sup
 test-fast: setup ## Run the tests that need no Spark or services
 	@$(PY) -m pytest -m "not slow and not e2e" --ignore=tests/e2e $(PYTEST_ARGS)
 
-lint: setup ## ruff over the Python code
+lint: setup ## ruff over the Python code, and the import-linter layer contracts (pyproject.toml)
 	@.venvs/pipeline/bin/ruff check quicexp jobs stats simulation dags bench tests
+	@.venvs/pipeline/bin/lint-imports --no-cache
 
 bench: setup ## Benchmarks at SIZE events (prints seconds, events/s and Spark/DuckDB ratios)
 	@$(PY) -m bench --size $(SIZE)

@@ -39,7 +39,7 @@ def main() -> None:
     parser.add_argument("--keep", action="store_true")
     parser.add_argument("--skip-ingest", action="store_true", help="reuse the home's bronze")
     args = parser.parse_args()
-    from quicexp.cli import configure_logging
+    from quicexp.app.cli import configure_logging
 
     configure_logging()  # the jobs' per-stage progress lines
 
@@ -47,8 +47,8 @@ def main() -> None:
     settings = load_settings(home=home)
     import jobs.ingest
     import jobs.registry
+    from quicexp.app.dbt import run_dbt
     from quicexp.catalog import stop_derby
-    from quicexp.dbt import run_dbt
     from quicexp.spark import build_spark
     from simulation.runner import run_scenario
 

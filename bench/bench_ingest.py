@@ -121,7 +121,7 @@ def main() -> None:
     parser.add_argument("--dir", type=Path, default=None, help="work dir (default var/bench/ingest-<events>-<fmt>)")
     parser.add_argument("--skip-spark", action="store_true", help="only the DuckDB reference")
     args = parser.parse_args()
-    from quicexp.cli import configure_logging
+    from quicexp.app.cli import configure_logging
 
     configure_logging()  # the jobs' per-stage progress lines
     home = (args.dir or REPO / "var" / "bench" / f"ingest-{args.events}-{args.format}").resolve()

@@ -99,9 +99,9 @@ def child(landing: Path, home: Path, day: str) -> dict:
     import jobs.experiment_results
     import jobs.ingest
     import jobs.registry
+    from quicexp.app.dbt import run_dbt
     from quicexp.catalog import stop_derby
     from quicexp.config import load_settings, parse_day
-    from quicexp.dbt import run_dbt
     from quicexp.registry import load_registry
     from quicexp.spark import build_spark
 

@@ -75,7 +75,7 @@ def run(size: int, home: Path) -> list[Stage]:
     import jobs.experiment_results
     import jobs.ingest
     import jobs.registry
-    from quicexp.dbt import run_dbt
+    from quicexp.app.dbt import run_dbt
     from quicexp.spark import build_spark
     from simulation.runner import run_scenario
 

@@ -3,9 +3,10 @@
 
 For its **logical day D** (`{{ ds }}`, the start of the run's one-day data interval) the run:
 
-1. **plan**: asks the pipeline environment for the day's landing folder, the reports folder and
-   the experiments of `registry/experiments.yml` that run on D (a new experiment needs no DAG
-   change);
+1. **plan**: `quicexp plan --date D --json` in the pipeline environment: the day's landing
+   folder, the reports folder, the experiments of `registry/experiments.yml` that run on D (a new
+   experiment needs no DAG change) and the command of each step below, from the pipeline's one
+   step list (`quicexp.app.daily.STEPS`, which `quicexp run-day` runs in-process);
 2. **wait_for_landing**: waits (reschedule mode) for batch files in
    `<landing_root>/upload_date=D/`; without them it fails after its timeout with a clear message
    and nothing is written;
@@ -50,8 +51,6 @@ from quicexp_airflow.landing import LandingSensor
 
 TIMING = DagTiming.from_env()
 LAKE_POOL = "quicexp_lake"
-# Models and their data tests; dbt unit tests check SQL logic, not the day's data: CI runs them.
-DBT_SELECT = "resource_type:model resource_type:test"
 
 default_args = {
     "owner": "quicexp",
@@ -84,40 +83,32 @@ with DAG(
         return plan_day(ds)
 
     @task(pool=LAKE_POOL, execution_timeout=TIMING.spark_timeout)
-    def ingest(ds: str | None = None) -> str | None:
+    def ingest(steps: list[dict]) -> str | None:
         """Landing → bronze for upload day D (one Spark job)."""
-        from quicexp_airflow.pipeline import run_quicexp
+        from quicexp_airflow.pipeline import run_step
 
-        return run_quicexp(["ingest", "--date", ds])
+        return run_step(steps, "ingest")
 
     @task(pool=LAKE_POOL, execution_timeout=TIMING.spark_timeout)
-    def dbt_build(ds: str | None = None) -> str | None:
+    def dbt_build(steps: list[dict]) -> str | None:
         """dbt build (models and their data tests) for day D in the pipeline's Spark session."""
-        from quicexp_airflow.pipeline import run_quicexp
+        from quicexp_airflow.pipeline import run_step
 
-        return run_quicexp(["dbt", "build", "--date", ds, "--select", DBT_SELECT])
+        return run_step(steps, "dbt_build")
 
     @task(pool=LAKE_POOL, execution_timeout=TIMING.spark_timeout)
-    def results(ds: str | None = None) -> str | None:
+    def results(steps: list[dict]) -> str | None:
         """Sufficient statistics → statistics engine → gold.experiment_results for day D."""
-        from quicexp_airflow.pipeline import run_quicexp
+        from quicexp_airflow.pipeline import run_step
 
-        return run_quicexp(["results", "--date", ds])
+        return run_step(steps, "results")
 
     @task(pool=LAKE_POOL, execution_timeout=TIMING.spark_timeout)
-    def reports(experiments: list[str], ds: str | None = None) -> str | None:
+    def reports(steps: list[dict]) -> str | None:
         """The HTML and Markdown reports of the experiments running on D, in one Spark session."""
-        import logging
+        from quicexp_airflow.pipeline import run_step
 
-        from quicexp_airflow.pipeline import run_quicexp
-
-        logging.getLogger(__name__).info(
-            "%s: %d experiment(s) to report: %s", ds, len(experiments), experiments
-        )
-        if not experiments:
-            return None
-        flags = [arg for experiment in experiments for arg in ("--experiment", experiment)]
-        return run_quicexp(["report", "--date", ds, *flags])
+        return run_step(steps, "reports")
 
     @task(multiple_outputs=False, trigger_rule="none_failed")
     def publish(
@@ -142,9 +133,9 @@ with DAG(
     )
     (
         landing
-        >> ingest()
-        >> dbt_build()
-        >> results()
-        >> reports(day["experiments"])
+        >> ingest(day["steps"])
+        >> dbt_build(day["steps"])
+        >> results(day["steps"])
+        >> reports(day["steps"])
         >> publish(day["reports_dir"], day["day"], day["experiments"])
     )

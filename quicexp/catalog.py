@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 from quicexp.config import ConfigError, Settings
+from quicexp.errors import ServiceUnavailable
 from quicexp.jars import cached_jars
 
 _SERVER_CLASS = "org.apache.derby.drda.NetworkServerControl"
@@ -137,11 +138,11 @@ def start_derby(settings: Settings, timeout_s: float = 60.0) -> bool:
             if is_listening(cat.host, cat.port):  # another process won the race
                 _check_owner(settings)
                 return False
-            raise ConfigError(
+            raise ServiceUnavailable(
                 f"the metastore server exited (code {proc.returncode}); see {settings.metastore_dir}/derby-server.log"
             )
         time.sleep(0.2)
-    raise ConfigError(f"the metastore server did not listen on {cat.host}:{cat.port} within {timeout_s:.0f}s")
+    raise ServiceUnavailable(f"the metastore server did not listen on {cat.host}:{cat.port} within {timeout_s:.0f}s")
 
 
 def stop_derby(settings: Settings) -> bool:

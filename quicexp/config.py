@@ -22,13 +22,13 @@ import yaml
 from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from quicexp.errors import ConfigError
+
+__all__ = ["ConfigError", "Settings", "load_settings", "parse_day", "validate_identifier"]
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
-
-
-class ConfigError(ValueError):
-    """A configuration problem, reported to users as one line."""
 
 
 def validate_identifier(name: str, what: str = "identifier") -> str:

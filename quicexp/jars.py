@@ -12,7 +12,8 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
-from quicexp.config import REPO_ROOT, ConfigError
+from quicexp.config import REPO_ROOT
+from quicexp.errors import InputDataError, ServiceUnavailable
 
 MAVEN_CENTRAL = "https://repo1.maven.org/maven2"
 JARS_FILE = REPO_ROOT / "requirements" / "jars.txt"
@@ -66,10 +67,10 @@ def ensure_jars(cache: Path, log=print) -> list[Path]:
             try:
                 urllib.request.urlretrieve(jar.url, partial)
             except OSError as exc:
-                raise ConfigError(f"cannot download {jar.url}: {exc}") from None
+                raise ServiceUnavailable(f"cannot download {jar.url}: {exc}") from None
             if _sha256(partial) != jar.sha256:
                 partial.unlink()
-                raise ConfigError(f"checksum mismatch for {jar.filename}; refusing to use it")
+                raise InputDataError(f"checksum mismatch for {jar.filename}; refusing to use it")
             partial.replace(target)
         paths.append(target)
     return paths
@@ -83,6 +84,6 @@ def cached_jars(cache: Path, artifacts: tuple[str, ...] | None = None) -> list[P
             continue
         target = cache / jar.filename
         if not target.exists():
-            raise ConfigError(f"{jar.filename} is missing from {cache}: run `make setup` first")
+            raise ServiceUnavailable(f"{jar.filename} is missing from {cache}: run `make setup` first")
         paths.append(target)
     return paths

@@ -19,7 +19,6 @@
 set -euo pipefail
 
 REPO=$(cd "$(dirname "$0")/.." && pwd)
-PIPELINE_PY=${QUICEXP_PYTHON:-$REPO/.venvs/pipeline/bin/python}
 AIRFLOW_BIN=${QUICEXP_AIRFLOW_BIN:-$REPO/.venvs/airflow/bin/airflow}
 ADMIN_USER=admin
 POOL=quicexp_lake
@@ -27,54 +26,22 @@ POOL=quicexp_lake
 say() { printf '\033[1mairflow:\033[0m %s\n' "$*" >&2; }
 die() { printf 'airflow: error: %s\n' "$*" >&2; exit 2; }
 
-# plan DAY: what the daily DAG needs for one day, computed by the pipeline's own Settings/registry.
+QUICEXP_CLI=${QUICEXP_BIN:-$REPO/.venvs/pipeline/bin/quicexp}
+
+# plan DAY: what the daily DAG needs for one day (folders, running experiments, each step's
+# command), from the pipeline's own Settings, registry and step list: `quicexp plan --json`.
 plan() {
   [ $# -eq 1 ] || die "usage: scripts/airflow.sh plan YYYY-MM-DD"
-  exec "$PIPELINE_PY" - "$1" <<'PY'
-import json
-import sys
-
-from quicexp.config import ConfigError, load_settings, parse_day
-from quicexp.registry import load_registry
-
-try:
-    settings, day = load_settings(), parse_day(sys.argv[1])
-    experiments = [e.id for e in load_registry().running_on(day)]
-except ConfigError as exc:
-    print(f"quicexp: error: {exc}", file=sys.stderr)
-    sys.exit(2)
-print(json.dumps({
-    "day": day.isoformat(),
-    "landing_dir": str(settings.landing_root / f"upload_date={day.isoformat()}"),
-    "reports_dir": str(settings.reports_dir),
-    "experiments": experiments,
-}))
-PY
+  exec "$QUICEXP_CLI" plan --date "$1" --json
 }
 
 # The installation's state dir and Airflow port/host, from the pipeline's typed Settings.
 load_settings() {
   local out
-  out=$("$PIPELINE_PY" - <<'PY'
-import shlex
-import sys
-
-from quicexp.config import ConfigError, load_settings
-
-try:
-    s = load_settings()
-except ConfigError as exc:
-    print(f"quicexp: error: {exc}", file=sys.stderr)
-    sys.exit(2)
-for name, value in (
-    ("STATE_DIR", s.state_dir.expanduser().resolve()),
-    ("BIND_HOST", s.services.bind_host),
-    ("PORT", s.services.airflow_port),
-):
-    print(f"{name}={shlex.quote(str(value))}")
-PY
-) || exit 2
-  eval "$out"
+  out=$("$QUICEXP_CLI" settings --shell) || exit 2
+  STATE_DIR=$(eval "$(grep '^STATE_DIR=' <<<"$out")"; echo "$STATE_DIR")
+  BIND_HOST=$(eval "$(grep '^SERVICES__BIND_HOST=' <<<"$out")"; echo "$SERVICES__BIND_HOST")
+  PORT=$(eval "$(grep '^SERVICES__AIRFLOW_PORT=' <<<"$out")"; echo "$SERVICES__AIRFLOW_PORT")
   AF_HOME=$STATE_DIR/airflow
   SECRETS=$AF_HOME/secrets.env
   PASSWORDS=$AF_HOME/admin-password.json
@@ -112,7 +79,7 @@ print_env() {
   done
 }
 
-random_secret() { "$REPO/.venvs/airflow/bin/python" -c 'import secrets; print(secrets.token_urlsafe(32))'; }
+random_secret() { head -c 32 /dev/urandom | base64 | tr -d '/+=\n' | head -c 43; }
 
 # Secrets and the admin password: generated on first use, stored outside the repo, mode 0600.
 ensure_secrets() {
@@ -160,11 +127,7 @@ start_one() {
 
 wait_healthy() {
   local url=http://$BIND_HOST:$PORT/api/v2/monitor/health deadline=$((SECONDS + ${QUICEXP_AIRFLOW_START_TIMEOUT:-480}))
-  until "$REPO/.venvs/airflow/bin/python" - "$url" <<'PY' 2>/dev/null
-import sys, urllib.request
-with urllib.request.urlopen(sys.argv[1], timeout=5) as r:
-    sys.exit(r.status != 200)
-PY
+  until PYTHONPATH=$REPO/dags "$REPO/.venvs/airflow/bin/python" -m quicexp_airflow.health "$url" 2>/dev/null
   do
     running api-server || { tail -20 "$AF_HOME/api-server.log" >&2; die "the api-server exited (log: $AF_HOME/api-server.log)"; }
     [ $SECONDS -lt $deadline ] || die "the api-server did not answer on $url in time"

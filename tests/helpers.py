@@ -2,7 +2,23 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pandas as pd
+
+#: The real console entry point of the pipeline environment (what users and Airflow run).
+QUICEXP = str(Path(sys.executable).parent / "quicexp")
+
+
+def quicexp(*args: str, env: dict[str, str] | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
+    """Run ``quicexp ARGS`` as a process, as a user or a scheduler would; output captured."""
+    return subprocess.run(
+        [QUICEXP, *args], capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL,
+        env=env if env is not None else dict(os.environ),
+    )  # fmt: skip
 
 
 def sorted_frame(spark, table: str, float_digits: int = 9) -> pd.DataFrame:

@@ -4,7 +4,7 @@ One simulated fleet carries four experiments at once (independent assignment sal
 three-day pipeline run feeds every end-to-end case: FHOL (seed 000), multipath with re-injection
 (seed 004), an A/A test, and a forced sample ratio mismatch (the simulator splits 60/40 while the
 registry says 50/50). Every pipeline day costs minutes on two cores, so the suite runs these days
-once (``quicexp.pipeline.run_day`` in the run's Spark session) and the tests read them:
+once (``quicexp.app.daily.run_day`` in the run's Spark session) and the tests read them:
 
 - tests/e2e: rows accounted for, intervals, the report of the last day;
 - tests/report: the HTML reports against ``gold.experiment_results``;
@@ -203,7 +203,7 @@ class PipelineLake:
 
 def build(spark, settings: Settings) -> PipelineLake:
     """Simulate the mixed fleet and run the pipeline over its days, one after the other."""
-    from quicexp.pipeline import run_day
+    from quicexp.app.daily import run_day
     from simulation.runner import run_scenario
 
     registry = mixed_registry()

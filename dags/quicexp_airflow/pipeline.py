@@ -91,9 +91,18 @@ def run_quicexp(args: list[str]) -> str | None:
     return next((line.strip() for line in reversed(lines) if line.startswith(name)), None)
 
 
+def run_step(steps: list[dict], name: str) -> str | None:
+    """Run the step ``name`` of the day's plan (its command comes from ``quicexp plan``)."""
+    (step,) = [s for s in steps if s["name"] == name]
+    if step["argv"] is None:
+        log.info("%s: nothing to do this day", name)
+        return None
+    return run_quicexp(list(step["argv"]))
+
+
 def plan_day(day: str) -> dict:
-    """What a run needs to know about its day, computed by the pipeline's Settings and registry:
-    ``{"day", "landing_dir", "reports_dir", "experiments": [ids running on day]}``."""
+    """What a run needs to know about its day, from ``quicexp plan --json`` (through
+    scripts/airflow.sh): ``{"day", "landing_dir", "reports_dir", "experiments", "steps"}``."""
     script = repo_root() / "scripts" / "airflow.sh"
     done = subprocess.run(
         ["bash", str(script), "plan", day], capture_output=True, text=True, stdin=subprocess.DEVNULL

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from jobs.delta_io import qualified
 from jobs.report.data import SCORECARD_SEGMENTS, IngestQuality, ReportData
 from quicexp.config import ConfigError, Settings
+from quicexp.errors import InputDataError
 from quicexp.registry import Arm, Experiment, Registry, load_registry
 
 if TYPE_CHECKING:
@@ -101,14 +102,14 @@ def load_results(
 
     table = qualified(settings.gold_schema, "experiment_results")
     if not spark.catalog.tableExists(table):
-        raise ConfigError(f"{table} does not exist yet: run the pipeline for {day} first")
+        raise InputDataError(f"{table} does not exist yet: run the pipeline for {day} first")
     results = (
         spark.table(table)
         .where((F.col("experiment_id") == experiment_id) & (F.col("as_of_date") <= F.lit(day)))
         .toPandas()
     )
     if results.empty or not (results["as_of_date"].astype(str) == day.isoformat()).any():
-        raise ConfigError(
+        raise InputDataError(
             f"no results for experiment {experiment_id} on {day}: run the pipeline for that day first"
         )
     return results

@@ -6,6 +6,7 @@ pipeline environment); `_dag_facts.py` prints what is checked here.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import subprocess
@@ -13,12 +14,13 @@ from pathlib import Path
 
 import pytest
 
+from quicexp.app.daily import STEPS
 from quicexp.config import REPO_ROOT
 
 DAGS = REPO_ROOT / "dags"
 AIRFLOW_PY = REPO_ROOT / ".venvs" / "airflow" / "bin" / "python"
 RUFF = REPO_ROOT / ".venvs" / "pipeline" / "bin" / "ruff"
-SPARK_TASKS = {"ingest", "dbt_build", "results", "reports"}
+SPARK_TASKS = {step.name for step in STEPS}
 
 
 @pytest.fixture(scope="module")
@@ -90,7 +92,7 @@ def test_landing_sensor_reschedules_and_times_out(facts):
 def test_task_order(facts):
     downstream = {t: v["downstream"] for t, v in facts["dags"]["quicexp_daily"]["tasks"].items()}
     assert downstream == {
-        "plan": ["publish", "reports", "wait_for_landing"],
+        "plan": ["dbt_build", "ingest", "publish", "reports", "results", "wait_for_landing"],
         "wait_for_landing": ["ingest"],
         "ingest": ["dbt_build"],
         "dbt_build": ["results"],
@@ -98,6 +100,15 @@ def test_task_order(facts):
         "reports": ["publish"],
         "publish": [],
     }
+
+
+def test_the_dag_runs_the_pipelines_step_list_in_its_order(facts):
+    """One daily step list (quicexp.app.daily.STEPS): a task per step, chained in that order."""
+    tasks = facts["dags"]["quicexp_daily"]["tasks"]
+    names = [step.name for step in STEPS]
+    assert set(names) <= set(tasks)
+    for before, after in itertools.pairwise(names):
+        assert after in tasks[before]["downstream"], (before, after)
 
 
 def test_ruff_airflow_rules_and_banned_module_level_imports():

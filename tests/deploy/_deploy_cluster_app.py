@@ -28,7 +28,7 @@ def _where(_rows):
 def main(day: str) -> int:
     from pyspark.sql import SparkSession
 
-    from quicexp.cli import main as cli_main
+    from quicexp.app.cli import main as cli_main
 
     code = cli_main(["run-day", "--date", day])
     spark = SparkSession.getActiveSession()

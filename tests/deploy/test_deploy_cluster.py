@@ -23,7 +23,7 @@ import pytest
 from _deploy_procs import subprocess_env, wait_for
 
 from jobs.delta_io import qualified
-from quicexp.pipeline import run_day
+from quicexp.app.daily import run_day
 from simulation.runner import run_scenario
 from tests.pipeline_lake import assert_same_tables, table_snapshot
 

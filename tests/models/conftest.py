@@ -130,7 +130,7 @@ def _derived_rows(spark, settings: Settings, conns) -> None:
 def full_lake(spark, lake) -> Settings:
     """Simulated bronze, then ``dbt build --full-refresh`` (models, data and unit tests) of LAST_DAY."""
     import jobs.registry
-    from quicexp.dbt import run_dbt
+    from quicexp.app.dbt import run_dbt
     from simulation.runner import run_scenario
 
     settings = lake("models_full")
@@ -150,7 +150,7 @@ INCREMENTAL_DAYS = (FIRST_DAY + timedelta(days=2), FIRST_DAY + timedelta(days=4)
 @pytest.fixture(scope="session")
 def incremental_lake(spark, full_lake) -> Settings:
     """The same bronze, built by incremental ``dbt run``s (INCREMENTAL_DAYS) into other schemas."""
-    from quicexp.dbt import run_dbt
+    from quicexp.app.dbt import run_dbt
 
     settings = full_lake.model_copy(
         update={"silver_schema": "models_inc_silver", "gold_schema": "models_inc_gold",

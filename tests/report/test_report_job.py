@@ -17,6 +17,7 @@ import jobs.registry
 import jobs.report
 from jobs.delta_io import ensure_schema
 from quicexp.config import ConfigError
+from quicexp.errors import InputDataError, PartialFailure
 from quicexp.registry import Registry
 
 
@@ -69,7 +70,7 @@ def test_an_earlier_day_shows_only_its_own_past(spark, lake_with_results):
 
 
 def test_missing_day_and_unknown_experiment_are_one_line_errors(spark, lake_with_results):
-    with pytest.raises(ConfigError, match=r"^no results for experiment fhol_test on 2026-07-01"):
+    with pytest.raises(InputDataError, match=r"^no results for experiment fhol_test on 2026-07-01"):
         jobs.report.run(spark, lake_with_results, date(2026, 7, 1), "fhol_test")
     with pytest.raises(ConfigError, match=r"^unknown experiment 'nope'") as err:
         jobs.report.run(spark, lake_with_results, DAY, "nope")
@@ -80,20 +81,20 @@ def test_cli_writes_every_report_it_can_and_names_the_ones_it_cannot(
     spark, lake_with_results, monkeypatch, capsys
 ):
     """`quicexp report` with several experiments (the DAG's reports task): one Spark session, the
-    failing experiment does not stop the others, one line names it, exit 1."""
-    import quicexp.cli
+    failing experiment does not stop the others, one line names it, exit 6 (partial)."""
+    import quicexp.app.cli
 
-    monkeypatch.setattr(quicexp.cli, "_settings", lambda: lake_with_results)
-    monkeypatch.setattr(quicexp.cli, "_spark", lambda settings, app_name: spark)
+    monkeypatch.setattr(quicexp.app.cli, "_settings", lambda: lake_with_results)
+    monkeypatch.setattr(quicexp.app.cli, "_spark", lambda settings, app_name: spark)
     html = lake_with_results.reports_dir / "fhol_test" / "2026-06-17.html"
     html.unlink(missing_ok=True)
 
-    code = quicexp.cli.main(
+    code = quicexp.app.cli.main(
         ["report", "-e", "nope", "-e", "fhol_test", "-e", "nope", "--date", "2026-06-17"]
     )
 
     out, err = capsys.readouterr()
-    assert code == 1
+    assert code == PartialFailure.exit_code
     assert html.exists() and f"report: {html}" in out
     lines = [line for line in err.splitlines() if line.startswith("quicexp:")]
     assert len(lines) == 1

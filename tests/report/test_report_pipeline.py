@@ -1,6 +1,6 @@
 """Reports from the real pipeline, read back: the run's shared pipeline lake
 (tests/pipeline_lake.py: one simulated fleet with four experiments, three days through
-``quicexp.pipeline.run_day``). The numbers in the HTML are compared with gold.experiment_results.
+``quicexp.app.daily.run_day``). The numbers in the HTML are compared with gold.experiment_results.
 """
 
 from __future__ import annotations

@@ -42,8 +42,8 @@ def _timed(fn, *args, **kwargs):
 def serving(request, spark, lake, pipeline_lake) -> ServingLake:
     """The shared lake's silver and gold, an own bronze holding the first upload day."""
     import jobs.ingest
-    from quicexp.serve import start_thrift, stop_thrift
-    from quicexp.superset import service
+    from quicexp.app.serve import start_thrift, stop_thrift
+    from quicexp.app.superset import service
 
     base = lake("serving")
     shared = pipeline_lake.settings
@@ -85,7 +85,7 @@ def serving(request, spark, lake, pipeline_lake) -> ServingLake:
 @pytest.fixture(scope="session")
 def thrift(serving: ServingLake):
     """The Spark Thrift Server of the serving namespace (host, port)."""
-    from quicexp.serve import stop_thrift
+    from quicexp.app.serve import stop_thrift
 
     settings = serving.settings
     _, seconds = serving.background["thrift"].result()
@@ -126,7 +126,7 @@ class SupersetInstance:
 @pytest.fixture(scope="session")
 def superset(serving: ServingLake, thrift) -> SupersetInstance:
     """Superset set up from scratch (metadata DB, secrets, admin, bundle import) and serving."""
-    from quicexp.superset import service
+    from quicexp.app.superset import service
 
     settings = serving.settings
     password, setup_seconds = serving.background["superset_setup"].result()

@@ -16,7 +16,7 @@ def _run(args: list[str], tmp_path, **env: str) -> subprocess.CompletedProcess[s
         **env,
     }
     return subprocess.run(
-        [sys.executable, "-m", "quicexp.cli", *args],
+        [sys.executable, "-m", "quicexp.app.cli", *args],
         capture_output=True,
         text=True,
         env=full_env,

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from quicexp.superset import bundle
+from quicexp.app.superset import bundle
 
 ERROR_TEXTS = (
     "No results",

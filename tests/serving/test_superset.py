@@ -11,8 +11,8 @@ import requests
 import yaml
 from bs4 import BeautifulSoup
 
+from quicexp.app.superset import bundle, service
 from quicexp.config import REPO_ROOT
-from quicexp.superset import bundle, service
 from tests.pipeline_lake import FHOL as EXPERIMENT
 from tests.serving.superset_api import SupersetApi, chart_query
 

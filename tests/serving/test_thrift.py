@@ -9,7 +9,7 @@ import socket
 import subprocess
 import threading
 
-from quicexp.serve import THRIFT_CLASS, thrift_command, thrift_status
+from quicexp.app.serve import THRIFT_CLASS, thrift_command, thrift_status
 
 
 def test_command_passes_jars_both_ways_and_binds_loopback(serving):

@@ -7,13 +7,11 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-import typer
-from typer.testing import CliRunner
 
 from quicexp import telemetry
-from simulation.cli import simulate
 from simulation.runner import run_scenario
 from simulation.scenario import ScenarioError, load_scenario
+from tests.helpers import quicexp
 
 JSON_TYPES = {"string": str, "long": int, "double": (int, float), "boolean": bool, "timestamp": str, "map<string,string>": dict}
 
@@ -128,22 +126,16 @@ def test_scenarios_load_and_bad_yaml_is_one_line(tmp_path):
     assert "invalid YAML" in str(err.value)
 
 
-def _app():
-    app = typer.Typer()
-    app.command()(simulate)
-    return app
-
-
 def test_cli_runs_and_rejects_bad_args(tmp_path):
-    runner = CliRunner()
-    ok = runner.invoke(_app(), ["fhol", "--days", "1", "--clients", "500", "--out", str(tmp_path), "--seed", "3", "--workers", "1"])
-    assert ok.exit_code == 0, ok.output
+    """Through the real console entry point: bad arguments are one line and exit 2."""
+    ok = quicexp("simulate", "fhol", "--days", "1", "--clients", "500", "--out", str(tmp_path), "--seed", "3", "--workers", "1")
+    assert ok.returncode == 0, ok.stderr
     assert (tmp_path / "_manifest.json").exists()
     for args in (["nope"], ["fhol", "--format", "csv"], ["fhol", "--start-date", "June"], ["fhol", "--days", "-1"]):
-        res = runner.invoke(_app(), [*args, "--out", str(tmp_path / "x")])
-        assert res.exit_code == 2
-        assert "Traceback" not in res.output and res.output.strip().count("\n") == 0
-        assert "error:" in res.output
+        res = quicexp("simulate", *args, "--out", str(tmp_path / "x"))
+        assert res.returncode == 2, (args, res.stderr)
+        assert "Traceback" not in res.stderr and res.stderr.strip().count("\n") == 0
+        assert res.stderr.startswith("quicexp: error:")
 
 
 def test_start_date_override(tmp_path):

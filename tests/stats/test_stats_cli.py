@@ -1,4 +1,5 @@
-"""The typer command around analyze(): files in and out, one-line errors, bad rows on stderr."""
+"""``quicexp stats`` through the real console entry point: files in and out, one-line errors with
+the exit code of their kind, bad rows on stderr."""
 
 from __future__ import annotations
 
@@ -6,24 +7,15 @@ import json
 
 import pandas as pd
 import pytest
-import typer
 from _stats_tables import mean_rows, quantile_rows, table
-from typer.testing import CliRunner
 
-from stats.cli import stats_command
+from quicexp.errors import ConfigError, InputDataError
 from stats.schema import OUTPUT_COLUMNS
+from tests.helpers import quicexp
 
 
-@pytest.fixture
-def app() -> typer.Typer:
-    a = typer.Typer()
-    a.command()(stats_command)
-    return a
-
-
-@pytest.fixture
-def runner() -> CliRunner:
-    return CliRunner()
+def stats(*args: str):
+    return quicexp("stats", *args, timeout=120)
 
 
 def _csv(df: pd.DataFrame, path) -> None:
@@ -37,14 +29,14 @@ def _csv(df: pd.DataFrame, path) -> None:
     out.to_csv(path, index=False)
 
 
-def test_csv_in_parquet_out_with_bad_rows_on_stderr(app, runner, rng, tmp_path):
+def test_csv_in_parquet_out_with_bad_rows_on_stderr(rng, tmp_path):
     rows = mean_rows(rng, metric="a") + mean_rows(rng, metric="b") + quantile_rows(rng)
     rows[2]["n_units"] = 1
     rows[3]["metric_kind"] = "histogram"
     src, dst = tmp_path / "in.csv", tmp_path / "out" / "res.parquet"
     _csv(table(rows), src)
-    res = runner.invoke(app, [str(src), str(dst)])
-    assert res.exit_code == 0, res.output
+    res = stats(str(src), str(dst))
+    assert res.returncode == 0, res.stderr
     err = [line for line in res.stderr.splitlines() if line]
     assert len(err) == 2
     assert "n_units < 2" in err[0] and "unknown metric kind 'histogram'" in err[1]
@@ -53,57 +45,59 @@ def test_csv_in_parquet_out_with_bad_rows_on_stderr(app, runner, rng, tmp_path):
     assert sorted(out["metric"]) == ["a", "latency_p95"]
 
 
-def test_parquet_in_csv_out_and_config_file(app, runner, rng, tmp_path):
+def test_parquet_in_csv_out_and_config_file(rng, tmp_path):
     src, dst, cfg = tmp_path / "in.parquet", tmp_path / "res.csv", tmp_path / "cfg.json"
     table(mean_rows(rng) + quantile_rows(rng)).to_parquet(src)
     cfg.write_text(json.dumps({"alpha": 0.1, "correction": "holm", "sequential_tuning_n": 5000}))
-    res = runner.invoke(app, [str(src), str(dst), "--config", str(cfg), "--relative-ci", "fieller"])
-    assert res.exit_code == 0, res.output
+    res = stats(str(src), str(dst), "--config", str(cfg), "--relative-ci", "fieller")
+    assert res.returncode == 0, res.stderr
     out = pd.read_csv(dst)
     assert (out["alpha"] == 0.1).all() and (out["correction_method"] == "holm").all()
     assert (out["relative_method"] == "fieller").all()
 
 
 @pytest.mark.parametrize(
-    ("args", "needle"),
+    ("args", "needle", "code"),
     [
-        (["missing.csv", "out.csv"], "input file not found"),
-        (["IN", "out.txt"], "unsupported output type"),
-        (["IN", "out.csv", "--alpha", "abc"], "invalid setting alpha"),
-        (["IN", "out.csv", "--alpha", "1.5"], "invalid setting alpha"),
-        (["IN", "out.csv", "--correction", "magic"], "invalid setting correction"),
-        (["IN", "out.csv", "--config", "nope.json"], "config file not found"),
-        (["IN"], "missing argument OUTPUT"),
-        ([], "missing argument INPUT"),
+        (["missing.csv", "out.csv"], "input file not found", InputDataError.exit_code),
+        (["IN", "out.txt"], "unsupported output type", InputDataError.exit_code),
+        (["IN", "out.csv", "--alpha", "abc"], "invalid setting alpha", ConfigError.exit_code),
+        (["IN", "out.csv", "--alpha", "1.5"], "invalid setting alpha", ConfigError.exit_code),
+        (["IN", "out.csv", "--correction", "magic"], "invalid setting correction", ConfigError.exit_code),
+        (["IN", "out.csv", "--config", "nope.json"], "config file not found", ConfigError.exit_code),
+        (["IN"], "missing argument OUTPUT", ConfigError.exit_code),
+        ([], "missing argument INPUT", ConfigError.exit_code),
     ],
 )
-def test_errors_are_one_line_and_nonzero(app, runner, rng, tmp_path, args, needle):
+def test_errors_are_one_line_and_nonzero(rng, tmp_path, args, needle, code):
     src = tmp_path / "in.csv"
     _csv(table(mean_rows(rng)), src)
     args = [
         str(src) if a == "IN" else (str(tmp_path / a) if a.startswith(("out", "nope")) else a)
         for a in args
     ]
-    res = runner.invoke(app, args)
-    assert res.exit_code != 0
-    assert res.exception is None or isinstance(res.exception, SystemExit)
-    lines = [line for line in res.output.splitlines() if line]
-    assert len(lines) == 1 and lines[0].startswith("error:") and needle in lines[0]
+    res = stats(*args)
+    assert res.returncode == code, res.stderr
+    lines = [line for line in res.stderr.splitlines() if line]
+    assert len(lines) == 1 and lines[0].startswith("quicexp: error:") and needle in lines[0]
+    assert res.stdout == ""
 
 
-def test_missing_column_and_bad_config_are_one_line(app, runner, rng, tmp_path):
+def test_missing_column_and_bad_config_are_one_line(rng, tmp_path):
     src, cfg = tmp_path / "in.csv", tmp_path / "c.toml"
     _csv(table(mean_rows(rng)).drop(columns="arm"), src)
-    res = runner.invoke(app, [str(src), str(tmp_path / "o.csv")])
-    assert res.exit_code == 2 and res.output.count("\n") == 1 and "arm" in res.output
+    res = stats(str(src), str(tmp_path / "o.csv"))
+    assert res.returncode == InputDataError.exit_code and res.stderr.count("\n") == 1 and "arm" in res.stderr
     _csv(table(mean_rows(rng)), src)
     cfg.write_text("alpha = [")
-    res = runner.invoke(app, [str(src), str(tmp_path / "o.csv"), "--config", str(cfg)])
-    assert res.exit_code == 2 and res.output.count("\n") == 1 and "cannot read config" in res.output
+    res = stats(str(src), str(tmp_path / "o.csv"), "--config", str(cfg))
+    assert res.returncode == ConfigError.exit_code and res.stderr.count("\n") == 1
+    assert "cannot read config" in res.stderr
 
 
-def test_garbage_input_file_is_one_line(app, runner, tmp_path):
+def test_garbage_input_file_is_one_line(tmp_path):
     src = tmp_path / "in.parquet"
     src.write_bytes(b"not parquet")
-    res = runner.invoke(app, [str(src), str(tmp_path / "o.csv")])
-    assert res.exit_code == 2 and res.output.count("\n") == 1 and "cannot read" in res.output
+    res = stats(str(src), str(tmp_path / "o.csv"))
+    assert res.returncode == InputDataError.exit_code and res.stderr.count("\n") == 1
+    assert "cannot read" in res.stderr

@@ -11,7 +11,8 @@ import json
 import os
 from datetime import date
 
-from quicexp.config import REPO_ROOT, ConfigError, Settings
+from quicexp.config import REPO_ROOT, Settings
+from quicexp.errors import DataQualityError, QuicexpError, ServiceUnavailable
 
 
 def dbt_args(command: str, settings: Settings, day: date, extra: list[str] | None = None) -> list[str]:
@@ -34,7 +35,11 @@ def dbt_args(command: str, settings: Settings, day: date, extra: list[str] | Non
 
 
 def run_dbt(command: str, settings: Settings, day: date, extra: list[str] | None = None) -> None:
-    """Run ``dbt <command>`` in-process; raise ConfigError naming the failed nodes."""
+    """Run ``dbt <command>`` in-process.
+
+    A failed data test raises :class:`DataQualityError`, a failed model :class:`QuicexpError`
+    (both naming the nodes), dbt itself failing to start :class:`ServiceUnavailable`.
+    """
     from dbt.cli.main import dbtRunner
 
     os.environ.setdefault("QUICEXP_DBT_TARGET", "local")
@@ -43,10 +48,17 @@ def run_dbt(command: str, settings: Settings, day: date, extra: list[str] | None
     if result.success:
         return
     if result.exception is not None:
-        raise ConfigError(f"dbt {command} failed: {result.exception}".splitlines()[0])
+        raise ServiceUnavailable(f"dbt {command} failed: {result.exception}".splitlines()[0])
     failed = [
-        r.node.name
+        r.node
         for r in (result.result or [])
         if getattr(r, "status", None) in ("error", "fail", "runtime error")
     ]
-    raise ConfigError(f"dbt {command} failed for: {', '.join(failed) or 'unknown nodes'} (see the log above)")
+    models = [n.name for n in failed if getattr(n, "resource_type", None) != "test"]
+    tests = [n.name for n in failed if getattr(n, "resource_type", None) == "test"]
+    log_file = settings.home / "dbt" / "logs" / "dbt.log"
+    if models or not tests:
+        raise QuicexpError(
+            f"dbt {command} failed for: {', '.join(models) or 'unknown nodes'} (see {log_file})"
+        )
+    raise DataQualityError(f"dbt {command}: data tests failed: {', '.join(tests)} (see {log_file})")

@@ -10,11 +10,13 @@ from __future__ import annotations
 import logging
 import sys
 import time
+from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from quicexp.config import ConfigError, Settings, load_settings, parse_day
+from quicexp.errors import InputDataError, PartialFailure, QuicexpError
 
 app = typer.Typer(
     name="quicexp",
@@ -28,12 +30,11 @@ app.add_typer(catalog_app, name="catalog")
 
 log = logging.getLogger("quicexp")
 
+#: Every one-line error starts with this (the Airflow bridge looks for it).
+ERROR_PREFIX = "quicexp: error:"
+
 # typer ships its own copy of click; its exception base class is public only through this path.
 _ClickException = typer.BadParameter.__mro__[2]
-
-
-class ReportsFailed(RuntimeError):
-    """Some of the requested reports could not be written (the others were)."""
 
 
 DayOption = Annotated[str, typer.Option("--date", "-d", help="Logical day, YYYY-MM-DD.")]
@@ -112,7 +113,7 @@ def dbt(
 ) -> None:
     """Run dbt in the pipeline's Spark session (publishes the registry first)."""
     import jobs.registry
-    from quicexp.dbt import run_dbt
+    from quicexp.app.dbt import run_dbt
 
     settings, d = _settings(), parse_day(day)
     spark = _spark(settings, "quicexp-dbt")
@@ -153,7 +154,7 @@ def report(
     for experiment in wanted:
         try:
             paths = jobs.report.run(spark, settings, d, experiment)
-        except ConfigError as e:
+        except QuicexpError as e:
             failed.append(f"{experiment} ({e})")
         except Exception as e:  # a Spark or rendering failure of one report must not stop the others
             log.exception("report %s %s failed", experiment, d)
@@ -161,13 +162,13 @@ def report(
         else:
             typer.echo(f"report: {paths.html}")
     if failed:
-        raise ReportsFailed(f"{len(failed)} of {len(wanted)} reports failed: {'; '.join(failed)}")
+        raise PartialFailure(f"{len(failed)} of {len(wanted)} reports failed: {'; '.join(failed)}")
 
 
 @app.command("run-day")
 def run_day(day: DayOption) -> None:
     """Registry → ingest → dbt build → results → reports for one day, in one Spark session."""
-    from quicexp.pipeline import run_day as pipeline_run_day
+    from quicexp.app.daily import run_day as pipeline_run_day
 
     settings, d = _settings(), parse_day(day)
     outcome = pipeline_run_day(_spark(settings, "quicexp-daily"), settings, d)
@@ -176,12 +177,66 @@ def run_day(day: DayOption) -> None:
 
 
 @app.command()
+def plan(
+    day: DayOption,
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON line (what the DAG reads).")] = False,
+) -> None:
+    """The day's plan: landing folder, reports folder, running experiments, each step's command."""
+    import json
+
+    settings, d = _settings(), parse_day(day)
+    from quicexp.app.daily import plan as day_plan
+
+    the_plan = day_plan(settings, d)
+    if as_json:
+        typer.echo(json.dumps(the_plan))
+        return
+    typer.echo(f"{the_plan['day']}: landing {the_plan['landing_dir']}")
+    typer.echo(f"experiments: {', '.join(the_plan['experiments']) or '(none running)'}")
+    for step in the_plan["steps"]:
+        argv = step["argv"]
+        typer.echo(f"  {step['name']:<10} {'quicexp ' + ' '.join(argv) if argv else '(nothing to do)'}")
+
+
+@app.command("settings")
+def settings_cmd(
+    shell: Annotated[
+        bool, typer.Option("--shell", help="NAME=value lines (shell-quoted) for scripts, not JSON.")
+    ] = False,
+) -> None:
+    """The effective settings (defaults < QUICEXP_CONFIG file < QUICEXP_* variables).
+
+    Secrets (passwords) are never printed.
+    """
+    import json
+    import shlex
+
+    data = _settings().model_dump(mode="json")
+    flat: dict[str, object] = {}
+
+    def walk(prefix: str, value: object) -> None:
+        if isinstance(value, dict):
+            for key, inner in value.items():
+                walk(f"{prefix}__{key}" if prefix else key, inner)
+        elif not any(word in prefix.lower() for word in ("password", "secret")):
+            flat[prefix.upper()] = value
+
+    walk("", data)
+    if shell:
+        for name, value in flat.items():
+            text = json.dumps(value) if isinstance(value, dict | list) else str(value)
+            typer.echo(f"{name}={shlex.quote(text)}")
+    else:
+        typer.echo(json.dumps(flat, indent=2, sort_keys=True))
+
+
+@app.command()
 def demo(
     days: Annotated[int, typer.Option(min=1, max=60, help="Days to simulate and process.")] = 3,
     clients: Annotated[int, typer.Option(min=100, max=10_000_000, help="Simulated clients.")] = 4000,
 ) -> None:
     """Simulate the FHOL experiment and run the whole pipeline on it, day by day."""
-    from quicexp.demo import EXPERIMENT, print_outcome, run_demo, simulate
+    from quicexp.app.demo import EXPERIMENT, print_outcome, run_demo, simulate
     from quicexp.registry import load_registry
 
     settings = _settings()
@@ -193,21 +248,22 @@ def demo(
     print_outcome(outcome, settings)
 
 
-def _register_optional_commands() -> None:
-    """Commands whose implementation lives in the simulator and stats packages."""
-    from simulation.cli import simulate
-    from stats.cli import stats_command
+def _register_commands() -> None:
+    """The subcommands whose implementation lives beside the application (quicexp.app.*)."""
+    from quicexp.app.commands.qlog import qlog_command
+    from quicexp.app.commands.simulate import simulate
+    from quicexp.app.commands.stats import stats_command
+    from quicexp.app.serve import serve_app
+    from quicexp.app.superset.cli import superset_app
 
     app.command("simulate", help="Generate landing-zone telemetry from a simulator scenario.")(simulate)
     app.command("stats", help="Run the statistics engine on a sufficient-statistics file.")(stats_command)
-    from jobs.qlog.cli import qlog_command
-
     app.command("ingest-qlog", help="Load one upload day's qlog files into bronze.qlog_connections.")(qlog_command)
-    from quicexp.serve import serve_app
-    from quicexp.superset.cli import superset_app
-
     app.add_typer(serve_app, name="serve")
     app.add_typer(superset_app, name="superset")
+
+
+_register_commands()
 
 
 def configure_logging() -> None:
@@ -221,27 +277,60 @@ def configure_logging() -> None:
         logging.getLogger(noisy).setLevel(logging.WARNING)
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Console entry point: one-line errors, exit 2 for usage/config problems."""
-    configure_logging()
-    _register_optional_commands()
+def _error(message: str) -> None:
+    typer.echo(f"{ERROR_PREFIX} {message}", err=True)
+
+
+def _log_unexpected(exc: BaseException) -> str:
+    """Write the traceback of an unexpected error to the log folder; return where."""
+    import tempfile
+    import traceback
+
     try:
-        app(args=argv, standalone_mode=False)
-    except typer.Exit as exc:
-        return exc.exit_code
+        folder = load_settings().home / "logs"
+        folder.mkdir(parents=True, exist_ok=True)
+    except Exception:  # the settings themselves may be what is broken
+        folder = Path(tempfile.gettempdir())
+    path = folder / "quicexp-errors.log"
+    with path.open("a") as out:
+        out.write(f"--- {time.strftime('%Y-%m-%dT%H:%M:%S')} quicexp {' '.join(sys.argv[1:])}\n")
+        out.write("".join(traceback.format_exception(exc)))
+    return str(path)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Console entry point: one line on stderr and the exit code of the error's kind.
+
+    The table (quicexp.errors.EXIT_CODES, README.md): 0 success, 1 unexpected error (a bug; the
+    traceback goes to ``<home>/logs/quicexp-errors.log``), 2 usage/config, 3 bad input data,
+    4 failed data-quality check, 5 service not available, 6 partial failure, 130 interrupted.
+    """
+    configure_logging()
+    try:
+        result = app(args=argv, prog_name="quicexp", standalone_mode=False)
     except typer.Abort:
-        typer.echo("quicexp: aborted", err=True)
+        _error("aborted")
+        return 130
+    except KeyboardInterrupt:
+        _error("interrupted")
         return 130
     except _ClickException as exc:  # usage errors: bad option, missing argument, no such command
-        typer.echo(f"quicexp: error: {exc.format_message()}", err=True)
-        return 2
-    except (ConfigError, FileNotFoundError) as exc:
-        typer.echo(f"quicexp: error: {exc}", err=True)
-        return 2
-    except ReportsFailed as exc:
-        typer.echo(f"quicexp: error: {exc}", err=True)
+        if exc.format_message():  # empty when no arguments were given: the help was printed
+            _error(exc.format_message())
+        return ConfigError.exit_code
+    except QuicexpError as exc:
+        _error(str(exc).splitlines()[0] if str(exc) else exc.kind)
+        return exc.exit_code
+    except FileNotFoundError as exc:
+        _error(f"file not found: {exc.filename or exc}")
+        return InputDataError.exit_code
+    except Exception as exc:
+        where = _log_unexpected(exc)
+        first = str(exc).splitlines()[0] if str(exc) else ""
+        _error(f"unexpected {type(exc).__name__}: {first} (traceback in {where})")
         return 1
-    return 0
+    # standalone_mode=False: click *returns* the code of typer.Exit instead of raising it.
+    return result if isinstance(result, int) else 0
 
 
 if __name__ == "__main__":

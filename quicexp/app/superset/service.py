@@ -1,7 +1,7 @@
 """Superset for analysts: one-command setup, the web server on 127.0.0.1, bundle import/export.
 
 Superset lives in its own environment (.venvs/superset); this module drives it through
-subprocesses. Its configuration module is ``quicexp/superset/superset_config.py``; its state
+subprocesses. Its configuration module is ``quicexp/app/superset/superset_config.py``; its state
 (SECRET_KEY, admin password, SQLite metadata DB) is under ``<state_dir>/superset/``, generated
 at setup with ``secrets.token_urlsafe`` into files of mode 0600 and never in the repository.
 """
@@ -18,10 +18,11 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
+from quicexp.app.superset import bundle
 from quicexp.catalog import is_listening
 from quicexp.config import REPO_ROOT, ConfigError, Settings
+from quicexp.errors import ServiceUnavailable
 from quicexp.pidfile import read_pid, stop_group
-from quicexp.superset import bundle
 
 HERE = Path(__file__).resolve().parent
 SUPERSET_VENV = Path(os.environ.get("QUICEXP_SUPERSET_VENV", REPO_ROOT / ".venvs" / "superset"))
@@ -72,7 +73,7 @@ def superset_env(settings: Settings) -> dict[str, str]:
 def _run(settings: Settings, args: list[str], what: str, stdin: str | None = None) -> str:
     exe = SUPERSET_VENV / "bin" / args[0]
     if not exe.exists():
-        raise ConfigError(f"{exe} not found: run `make setup` (the superset environment)")
+        raise ServiceUnavailable(f"{exe} not found: run `make setup` (the superset environment)")
     proc = subprocess.run(
         [str(exe), *args[1:]],
         env=superset_env(settings),
@@ -84,7 +85,7 @@ def _run(settings: Settings, args: list[str], what: str, stdin: str | None = Non
     )
     if proc.returncode != 0:
         lines = [ln for ln in (proc.stderr or proc.stdout).strip().splitlines() if ln.strip()]
-        raise ConfigError(
+        raise ServiceUnavailable(
             f"superset {what} failed: {lines[-1] if lines else f'exit {proc.returncode}'}"
         )
     return proc.stdout
@@ -197,9 +198,9 @@ def start(settings: Settings, timeout_s: float = 300.0, log=print) -> int:
             log(f"superset healthy at {base_url(settings)} after {time.monotonic() - started:.1f}s")
             return pid
         if read_pid(paths.pid_file) is None:
-            raise ConfigError(f"superset exited during start; see {paths.log_file}")
+            raise ServiceUnavailable(f"superset exited during start; see {paths.log_file}")
         time.sleep(1)
-    raise ConfigError(
+    raise ServiceUnavailable(
         f"superset did not answer /health within {timeout_s:.0f}s; see {paths.log_file}"
     )
 

@@ -1,7 +1,7 @@
 """``quicexp simulate``: run a fleet-simulator scenario into a landing zone.
 
 The function :func:`simulate` is typer-annotated; the project CLI registers it as a command. Bad
-arguments end with a one-line message on stderr and exit code 2, never a traceback.
+arguments end with a one-line message on stderr and exit code 2 (quicexp.errors), never a traceback.
 """
 
 from __future__ import annotations
@@ -12,14 +12,12 @@ from typing import Annotated
 
 import typer
 
-from simulation.runner import run_scenario
+from quicexp.errors import ConfigError, InputDataError
 from simulation.scenario import ScenarioError, list_scenarios
-from simulation.writer import FORMATS
 
 
-def _fail(message: str) -> typer.Exit:
-    typer.echo(f"error: {message}", err=True)
-    return typer.Exit(code=2)
+def _fail(message: str) -> ConfigError:
+    return ConfigError(message)
 
 
 def simulate(
@@ -33,6 +31,9 @@ def simulate(
     workers: Annotated[int, typer.Option(help="Worker processes (default: CPU count).")] = 0,
 ) -> None:
     """Simulate a fleet running the scenario's experiments and write telemetry to OUT."""
+    from simulation.runner import run_scenario
+    from simulation.writer import FORMATS
+
     if format not in FORMATS:
         raise _fail(f"--format must be one of {', '.join(FORMATS)}, got {format!r}")
     if days < 0 or clients < 0 or workers < 0:
@@ -57,7 +58,7 @@ def simulate(
     except ScenarioError as err:
         raise _fail(str(err)) from None
     except OSError as err:
-        raise _fail(f"cannot write {out}: {err.strerror or err}") from None
+        raise InputDataError(f"cannot write {out}: {err.strerror or err}") from None
     typer.echo(
         f"{manifest['scenario']}: {manifest['events_total']:,} events over {manifest['days']} day(s) "
         f"for {manifest['clients']:,} clients in {manifest['seconds']:.1f}s -> {out}/_manifest.json"

@@ -1,32 +1,32 @@
 """``quicexp stats``: analyse a sufficient-statistics file, write the results file.
 
 The command function is plain and typer-annotated so that the project CLI can register it
-(``app.command("stats")(stats_command)``). Errors are one line on stderr and a non-zero exit;
+(``app.command("stats")(stats_command)``). Errors are :mod:`quicexp.errors` kinds (one line, exit code by kind);
 bad input rows are one line each on stderr and the other rows are still analysed.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from pydantic import ValidationError
 
-from stats.engine import analyze_table
-from stats.io import TableFormatError, read_table, write_table
-from stats.settings import AnalysisSettings
-from stats.validation import SchemaError
+from quicexp.errors import ConfigError, InputDataError, QuicexpError
 
-EXIT_USAGE = 2
+if TYPE_CHECKING:
+    from stats.settings import AnalysisSettings
 
 
-def _fail(message: str, code: int = EXIT_USAGE) -> typer.Exit:
-    typer.echo(f"error: {message}", err=True)
-    return typer.Exit(code)
+def _fail(message: str, kind: type[QuicexpError] = ConfigError) -> QuicexpError:
+    """The one-line error the entry point prints (its kind sets the exit code)."""
+    return kind(message)
 
 
 def _settings(config: Path | None, overrides: dict[str, object]) -> AnalysisSettings:
+    from stats.settings import AnalysisSettings
+
     base = AnalysisSettings.from_file(config) if config is not None else AnalysisSettings()
     data = base.model_dump()
     data.update({k: v for k, v in overrides.items() if v is not None})
@@ -82,6 +82,10 @@ def stats_command(
         raise _fail(_validation_message(exc)) from None
     except (ValueError, OSError, ImportError) as exc:
         raise _fail(f"cannot read config {config}: {str(exc).splitlines()[0]}") from None
+    from stats.engine import analyze_table
+    from stats.io import TableFormatError, read_table, write_table
+    from stats.validation import SchemaError
+
     try:
         table = read_table(input)
         if output.suffix.lower() not in (".parquet", ".pq", ".csv"):
@@ -93,9 +97,9 @@ def stats_command(
             typer.echo(f"skipped {issue}", err=True)
         write_table(result.results, output)
     except (FileNotFoundError, TableFormatError, SchemaError) as exc:
-        raise _fail(str(exc)) from None
+        raise _fail(str(exc), InputDataError) from None
     except OSError as exc:
-        raise _fail(f"cannot write {output}: {exc.strerror or exc}", 1) from None
+        raise _fail(f"cannot write {output}: {exc.strerror or exc}", QuicexpError) from None
     typer.echo(
         f"wrote {len(result.results)} comparisons to {output}"
         f" ({len(result.issues)} input rows skipped)"

@@ -24,6 +24,7 @@ import typer
 
 from quicexp.catalog import ensure_catalog, is_listening
 from quicexp.config import ConfigError, Settings, load_settings
+from quicexp.errors import ServiceUnavailable
 from quicexp.pidfile import read_pid, stop_group
 from quicexp.spark import spark_conf
 
@@ -66,7 +67,7 @@ def spark_submit() -> Path:
 
     path = Path(pyspark.__file__).parent / "bin" / "spark-submit"
     if not path.exists():
-        raise ConfigError(f"spark-submit not found at {path}; run `make setup`")
+        raise ServiceUnavailable(f"spark-submit not found at {path}; run `make setup`")
     return path
 
 
@@ -172,11 +173,11 @@ def start_thrift(
         if proc is not None and proc.poll() is not None:
             paths.pid_file.unlink(missing_ok=True)
             paths.secrets_file.unlink(missing_ok=True)
-            raise ConfigError(
+            raise ServiceUnavailable(
                 f"the thrift server exited (code {proc.returncode}); see {paths.log_file}"
             )
         time.sleep(0.5)
-    raise ConfigError(
+    raise ServiceUnavailable(
         f"the thrift server did not listen on {host}:{port} within {timeout_s:.0f}s; see {paths.log_file}"
     )
 

@@ -7,8 +7,8 @@ from typing import Annotated
 
 import typer
 
+from quicexp.app.superset import bundle, service
 from quicexp.config import load_settings
-from quicexp.superset import bundle, service
 
 superset_app = typer.Typer(
     help="Superset on the lake: setup, server on 127.0.0.1, dashboards as code."

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     import pandas as pd
     from pyspark.sql import SparkSession
 
-log = logging.getLogger("quicexp.demo")
+log = logging.getLogger("quicexp.app.demo")
 
 SCENARIO = REPO_ROOT / "simulation" / "scenarios" / "fhol.yaml"
 EXPERIMENT = "fhol_2026_06"
@@ -71,7 +71,7 @@ def headline(spark: SparkSession, settings: Settings, day: date) -> pd.DataFrame
 
 def run_demo(spark: SparkSession, settings: Settings, first: date, days: int) -> DemoOutcome:
     """Run the pipeline over ``days`` simulated days starting at ``first``."""
-    from quicexp.pipeline import run_day
+    from quicexp.app.daily import run_day
 
     reports: list[Path] = []
     for offset in range(days):

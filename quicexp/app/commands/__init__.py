@@ -1,0 +1,1 @@
+"""Subcommands of ``quicexp`` whose work lives in the simulator, the stats engine and the qlog job."""
