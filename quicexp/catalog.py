@@ -102,6 +102,20 @@ def _check_owner(settings: Settings) -> None:
         )
 
 
+#: Set (to anything but empty) where no JVM may start: ``make test-fast`` sets it, so a test that
+#: starts Spark or Derby without its marker fails at once instead of slowing the fast layer.
+NO_JVM_VARIABLE = "QUICEXP_NO_JVM"
+
+
+def refuse_jvm(what: str) -> None:
+    """Raise when this process (or its parent run) forbids starting a JVM (``QUICEXP_NO_JVM``)."""
+    if os.environ.get(NO_JVM_VARIABLE):
+        raise ServiceUnavailable(
+            f"{what} needs a JVM, and {NO_JVM_VARIABLE} forbids starting one here "
+            "(a test that uses Spark or a service must carry the `spark` or `e2e` marker)"
+        )
+
+
 def start_derby(settings: Settings, timeout_s: float = 60.0) -> bool:
     """Start this home's Derby network server unless it is running; True if this call started it.
 
@@ -111,6 +125,7 @@ def start_derby(settings: Settings, timeout_s: float = 60.0) -> bool:
     if is_listening(cat.host, cat.port):
         _check_owner(settings)
         return False
+    refuse_jvm("the metastore server")
     settings.metastore_dir.mkdir(parents=True, exist_ok=True)
     log = (settings.metastore_dir / "derby-server.log").open("ab")
     cmd = [

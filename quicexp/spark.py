@@ -152,8 +152,9 @@ def build_spark(settings: Settings, app_name: str = "quicexp") -> SparkSession:
     """Return the process's Spark session, creating it with the project's configuration."""
     from pyspark.sql import SparkSession
 
-    from quicexp.catalog import ensure_catalog
+    from quicexp.catalog import ensure_catalog, refuse_jvm
 
+    refuse_jvm("a Spark session")
     ensure_catalog(settings)
     # PySpark starts its Python workers with $PYSPARK_PYTHON (default: `python3` on PATH, which
     # may lack pyarrow); use this interpreter unless the caller chose another.

@@ -15,7 +15,37 @@ from pathlib import Path
 
 import pytest
 
+from quicexp.catalog import NO_JVM_VARIABLE
 from quicexp.config import Settings, load_settings
+
+#: Fixtures that start a JVM (Spark, the Derby metastore): a test using any of them, directly or
+#: through another fixture, is marked ``spark``.
+JVM_FIXTURES = {"spark"}
+#: Fixtures that start a service (Airflow, Thrift, Superset, Chromium, a cluster, PostgreSQL):
+#: a test using any of them is marked ``e2e``.
+SERVICE_FIXTURES = {
+    "airflow_env", "serving", "thrift", "thrift_cursor", "superset", "browser",
+    "standalone_cluster", "postgres_server", "pipeline_lake",
+}  # fmt: skip
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Put every test that uses Spark or a service under its marker, from the fixtures it uses
+    (transitively), so the fast layer (``make test-fast``: ``-m "not spark and not e2e and not
+    slow"``) cannot drift. What the fixtures do not show (a subprocess that starts Spark) is
+    caught at run time: ``make test-fast`` sets QUICEXP_NO_JVM, and any JVM start then fails."""
+    for item in items:
+        names = set(getattr(item, "fixturenames", ()))
+        if names & JVM_FIXTURES:
+            item.add_marker(pytest.mark.spark)
+        if names & SERVICE_FIXTURES:
+            item.add_marker(pytest.mark.e2e)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    markexpr = config.getoption("markexpr", "") or ""
+    if "not spark" in markexpr:
+        os.environ[NO_JVM_VARIABLE] = "1"  # inherited by the CLI subprocesses tests start
 
 
 def free_port() -> int:

@@ -22,7 +22,7 @@ from typing import Annotated
 
 import typer
 
-from quicexp.catalog import ensure_catalog, is_listening
+from quicexp.catalog import ensure_catalog, is_listening, refuse_jvm
 from quicexp.config import ConfigError, Settings, load_settings
 from quicexp.errors import ServiceUnavailable
 from quicexp.pidfile import read_pid, stop_group
@@ -142,6 +142,7 @@ def start_thrift(
         raise ConfigError(
             f"port {host}:{port} is taken by another process; set services.thrift_port"
         )
+    refuse_jvm("the Thrift server")
     ensure_catalog(settings)
     for path in (paths.pid_file, paths.log_file):
         path.parent.mkdir(parents=True, exist_ok=True)
