@@ -28,6 +28,8 @@ SECRET_KEYS = ("spark.hadoop.javax.jdo.option.ConnectionPassword",)
 
 # The project's Python packages (pyproject.toml's packages.find); shipped to cluster executors.
 PROJECT_PACKAGES = ("quicexp", "jobs", "stats", "simulation")
+#: Where the JVMs' logs go (a file under <home>/logs), see quicexp/log4j2.properties.
+LOG4J_CONFIG = Path(__file__).with_name("log4j2.properties")
 
 
 def is_cluster(settings: Settings) -> bool:
@@ -110,6 +112,11 @@ def spark_conf(settings: Settings, app_name: str = "quicexp") -> dict[str, str]:
         conf["spark.hadoop.javax.jdo.option.ConnectionUserName"] = catalog.user
     if catalog.password:
         conf["spark.hadoop.javax.jdo.option.ConnectionPassword"] = catalog.password
+    # JVM logs (Spark, Hive, DataNucleus, Delta) go to <home>/logs/spark.log, not the console.
+    # (log4j creates the folder; a home whose path holds a space would split the option.)
+    conf["spark.driver.extraJavaOptions"] = (
+        f"-Dlog4j2.configurationFile={LOG4J_CONFIG.as_uri()} -Dquicexp.log.dir={settings.home / 'logs'}"
+    )
     if not is_cluster(settings):
         # Delta rebuilds a table's state with 50 tasks by default; on one machine 2 suffice.
         conf["spark.databricks.delta.snapshotPartitions"] = "2"
