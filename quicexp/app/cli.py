@@ -1,8 +1,8 @@
 """The ``quicexp`` command line: one entry point, one subcommand per pipeline step.
 
 Every step that needs Spark builds the session once (Delta + shared catalog) and calls a
-job's ``run(spark, settings, day)``. Errors a user can fix are one line on stderr and a
-non-zero exit, never a traceback.
+job's ``run(spark, settings, day)``. Errors are one line on stderr with the exit code of their
+kind (:mod:`quicexp.errors`), never a traceback; logs go to ``<home>/logs``.
 """
 
 from __future__ import annotations
