@@ -16,10 +16,6 @@ from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import jobs.experiment_results
-import jobs.ingest
-import jobs.registry
-import jobs.report
 from quicexp.app.dbt import run_dbt
 from quicexp.config import Settings
 from quicexp.errors import PartialFailure
@@ -27,6 +23,8 @@ from quicexp.registry import Registry, load_registry
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+
+    from jobs.ingest import IngestSummary
 
 log = logging.getLogger("quicexp.app.daily")
 
@@ -84,7 +82,7 @@ def plan(settings: Settings, day: date, registry: Registry | None = None) -> dic
 @dataclass
 class DayOutcome:
     day: date
-    ingest: jobs.ingest.IngestSummary | None = None
+    ingest: IngestSummary | None = None
     comparisons: int = 0
     reports: list[Path] = field(default_factory=list)
     failed_reports: list[str] = field(default_factory=list)
@@ -99,6 +97,11 @@ def run_day(spark: SparkSession, settings: Settings, day: date, registry: Regist
     Raises :class:`PartialFailure` after the last report when some reports failed (the others
     are written), as ``quicexp report`` and the DAG's ``reports`` task do.
     """
+    import jobs.experiment_results
+    import jobs.ingest
+    import jobs.registry
+    import jobs.report
+
     registry = registry or load_registry(settings.registry_file)
     outcome = DayOutcome(day=day)
 
