@@ -32,13 +32,13 @@ from stats.statistics import (
     RatioCovariate,
     RatioStatistic,
 )
-from stats.validation import describe, grid_matrices, normalize, row_problems
+from stats.inputs import describe, grid_matrices, normalize, row_problems
 
 logger = logging.getLogger(__name__)
 
 _KEY = [*GROUP_COLUMNS, "quantile_key"]
-_METHOD = {"mean": "welch_t", "proportion": "z_proportion", "ratio": "delta_ratio",
-           "quantile": "quantile_outer_ci"}  # fmt: skip
+_METHOD = {"mean": "welch_t", "proportion": "z_proportion", "ratio": "welch_t_delta_ratio",
+           "quantile": "welch_t_quantile_outer_ci"}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -74,7 +74,7 @@ def analyze_table(table: pd.DataFrame, settings: AnalysisSettings | None = None)
     """Like :func:`analyze` but returns the bad-row messages instead of logging them.
 
     Raises:
-        stats.validation.SchemaError: a required column is missing.
+        stats.inputs.SchemaError: a required column is missing.
     """
     s = settings or AnalysisSettings()
     df = normalize(table, REQUIRED_COLUMNS)
@@ -204,7 +204,7 @@ def _compute(
             else:
                 ctl = linearize(_statistic(pairs, k, "c", m, False))
                 trt = linearize(_statistic(pairs, k, "t", m, False))
-            test = "welch" if k == "mean" else "z"
+            test = "z" if k == "proportion" or s.reference == "z" else "welch"
             _scatter(cols, m, compare(ctl, trt, s.alpha, test, s.relative_ci))
     out = pairs[[*GROUP_COLUMNS, "metric_kind", "is_guardrail"]].copy()
     out["quantile_p"] = pairs["quantile_p_c"].where(pairs["metric_kind"] == "quantile")

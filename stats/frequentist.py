@@ -1,7 +1,10 @@
 """Fixed-horizon two-arm comparisons on linearised arm estimates.
 
-Absolute delta: Welch t (per-unit means) or z (proportions, ratios, quantiles).
-Relative delta: delta method on the ratio of the arms' estimates, or Fieller's interval.
+Absolute delta: Welch t with Welch-Satterthwaite degrees of freedom on the linearised arm
+variances (means, ratios, quantiles; Welch 1947, Satterthwaite 1946), or z (proportions: the
+two-proportion Wald test).
+Relative delta: Fieller's interval (default) or the delta method on the ratio of the arms'
+estimates, both with the same t (or z) critical value as the absolute interval.
 Distributions come from scipy.stats; the formulas are the textbook ones cited inline.
 """
 
@@ -40,7 +43,7 @@ def welch_df(control: ArmEstimate, treatment: ArmEstimate) -> Arr:
 
 
 def relative_delta(
-    control: ArmEstimate, treatment: ArmEstimate, z: float
+    control: ArmEstimate, treatment: ArmEstimate, z: Arr
 ) -> tuple[Arr, Arr, Arr, Arr]:
     """Lift m_t / m_c - 1 with its delta-method interval (arms independent).
 
@@ -58,7 +61,7 @@ def relative_delta(
 
 
 def fieller_interval(
-    control: ArmEstimate, treatment: ArmEstimate, z: float
+    control: ArmEstimate, treatment: ArmEstimate, z: Arr
 ) -> tuple[Arr, Arr, Arr]:
     """Fieller's interval for m_t / m_c - 1 with independent arms (Fieller 1954).
 
@@ -87,7 +90,7 @@ def compare(
     treatment: ArmEstimate,
     alpha: float = 0.05,
     test: Literal["welch", "z"] = "z",
-    relative_method: RelativeMethod = "delta",
+    relative_method: RelativeMethod = "fieller",
 ) -> ComparisonResult:
     """Absolute and relative delta, interval and p-value.
 
@@ -115,11 +118,12 @@ def compare(
     with np.errstate(divide="ignore", invalid="ignore"):
         stat = delta / se
     p_value = 2 * dist.sf(np.abs(stat))
-    z = float(sps.norm.ppf(1 - alpha / 2))
-    lift, se_rel, rlo, rhi = relative_delta(control, treatment, z)
+    # Fieller's theorem with a t critical value (Fieller 1954, JRSS B 16:175-185: t replaces z when
+    # the variances are estimated); the delta-method interval uses the same critical value.
+    lift, se_rel, rlo, rhi = relative_delta(control, treatment, crit)
     unbounded = np.zeros(np.shape(lift), dtype=bool)
     if relative_method == "fieller":
-        rlo, rhi, unbounded = fieller_interval(control, treatment, z)
+        rlo, rhi, unbounded = fieller_interval(control, treatment, crit)
     return ComparisonResult(
         value_control=control.estimate,
         value_treatment=treatment.estimate,

@@ -23,6 +23,9 @@ class AnalysisSettings(BaseModel):
         guardrail_metrics: metric names treated as guardrails in addition to rows whose
             ``is_guardrail`` is true.
         relative_ci: "delta" or "fieller" interval for the relative delta.
+        reference: "t": Welch t with Welch-Satterthwaite df for means, ratios and quantiles
+            (proportions always use z); "z": the standard normal for every kind (the
+            large-sample reference, kept for the calibration study's comparison).
         cuped: use the covariate columns when present.
         quantile_window: window of the outer CI over which the quantile function's slope
             is read (see :func:`stats.quantile.quantile_arm`).
@@ -46,7 +49,8 @@ class AnalysisSettings(BaseModel):
     correction: Correction = "bh"
     guardrail_correction: Correction = "bh"
     guardrail_metrics: frozenset[str] = frozenset()
-    relative_ci: Literal["delta", "fieller"] = "delta"
+    relative_ci: Literal["delta", "fieller"] = "fieller"
+    reference: Literal["t", "z"] = "t"
     cuped: bool = True
     quantile_window: Literal["clustered", "iid"] = "clustered"
     srm_alpha: float = Field(0.001, gt=0.0, lt=1.0)

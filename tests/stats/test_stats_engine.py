@@ -14,7 +14,7 @@ from scipy import stats as sps
 from stats.engine import analyze, analyze_table
 from stats.schema import OUTPUT_COLUMNS
 from stats.settings import AnalysisSettings
-from stats.validation import SchemaError
+from stats.inputs import SchemaError
 
 
 def test_output_has_exactly_the_documented_columns(rng):

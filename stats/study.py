@@ -1,4 +1,4 @@
-"""Seeded simulation study of the statistics engine (``stats``), vectorised with numpy.
+"""Seeded stats.study of the statistics engine (``stats``), vectorised with numpy.
 
 Internal validation only (cf. gbstats ``devtools/simulation.py``). Each simulated experiment
 is drawn at the *unit* (client) level with clustered, heavy-tailed data, reduced to exactly
@@ -18,7 +18,7 @@ Data model (per unit i, per arm):
 Truths: E[y] = K THETA e^{TAU^2/2} E[x], ratio K THETA e^{TAU^2/2}, event-level latency is
 LogNormal(LAT_MU, TAU^2 + SIGMA_E^2) (u independent of x), so every true delta is known.
 
-Run ``python -m simulation.study --full`` for the documented numbers (10,000 tests each).
+Run ``python -m stats.study --full`` for the documented numbers (10,000 tests each).
 """
 
 from __future__ import annotations
@@ -285,6 +285,49 @@ def fpr_and_coverage(seed: int, sims: int, n_mean: int, n_quantile: int) -> dict
     return out
 
 
+CALIBRATION_SIZES = (100, 200, 400, 1_000, 4_000)
+"""Units per arm of the small-sample calibration grid (docs/stats.md, "Small samples")."""
+
+CALIBRATION_METRICS = ("mean", "ratio", "latency_p50", "latency_p95")
+
+#: analysis variants of the calibration grid: the engine's default, and the large-sample
+#: reference it replaced (z everywhere, delta-method relative interval)
+CALIBRATION_VARIANTS = {
+    "": {},
+    "_z_delta": {"reference": "z", "relative_ci": "delta"},
+    "_t_delta": {"relative_ci": "delta"},
+}
+
+
+def calibration(seed: int, sims: int, n_per_arm: int) -> dict[str, float]:
+    """A/A FPR and 95% coverage (absolute and relative, 3% effect) at one arm size.
+
+    Mean, ratio, p50 and p95 come from the same simulated experiments; each variant of
+    :data:`CALIBRATION_VARIANTS` analyses the same tables, so their differences are paired.
+    """
+    out: dict[str, float] = {}
+    for effect in (0.0, EFFECT):
+        table, _ = simulate_table(seed + (7 if effect else 0) + n_per_arm, sims, n_per_arm,
+                                  effect, True)  # fmt: skip
+        table = table[table["metric"].isin(CALIBRATION_METRICS)]
+        for suffix, extra in CALIBRATION_VARIANTS.items():
+            res = analyze_table(table, AnalysisSettings(correction="none", **extra)).results
+            out.update(_rates(res, CALIBRATION_METRICS, effect, suffix))
+    return out
+
+
+def calibration_grid(
+    seed: int, sims: int, sizes: tuple[int, ...] = CALIBRATION_SIZES
+) -> dict[int, dict[str, float]]:
+    """:func:`calibration` at every size of ``sizes`` (and its wall seconds)."""
+    grid = {}
+    for n in sizes:
+        t0 = time.perf_counter()
+        grid[n] = calibration(seed, sims, n)
+        grid[n]["seconds"] = time.perf_counter() - t0
+    return grid
+
+
 def _rates(res: pd.DataFrame, metrics: tuple[str, ...], effect: float, suffix: str) -> dict:
     """Rejection rate (A/A) or coverage of the true deltas (effect) per metric."""
     out = {}
@@ -377,7 +420,7 @@ def acceptance(numbers: dict[str, float]) -> list[tuple[str, float, str, bool]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """CLI: ``python -m simulation.study [--full] [--seed N]``.
+    """CLI: ``python -m stats.study [--full] [--seed N]``.
 
     Prints one number per line, then each acceptance criterion with PASS/FAIL (the bands are
     those of the full study; the reduced default run is only indicative). Returns 1 if a
@@ -386,7 +429,16 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--full", action="store_true", help="10,000 simulations per check")
     parser.add_argument("--seed", type=int, default=20260101)
+    parser.add_argument("--calibration", type=int, metavar="SIMS", default=0,
+                        help="only the small-sample grid, SIMS experiments per size and check")
     args = parser.parse_args(argv)
+    if args.calibration:
+        start = time.perf_counter()
+        for n, numbers in calibration_grid(args.seed, args.calibration).items():
+            for name, value in numbers.items():
+                print(f"{n:6d} {name:45s} {value:.6f}", flush=True)
+        print(f"{'seconds':52s} {time.perf_counter() - start:.1f}")
+        return 0
     size = FULL if args.full else FAST
     start = time.perf_counter()
     numbers = run_study(size, args.seed)
