@@ -37,8 +37,8 @@ from stats.inputs import describe, grid_matrices, normalize, row_problems
 logger = logging.getLogger(__name__)
 
 _KEY = [*GROUP_COLUMNS, "quantile_key"]
-_METHOD = {"mean": "welch_t", "proportion": "z_proportion", "ratio": "welch_t_delta_ratio",
-           "quantile": "welch_t_quantile_outer_ci"}  # fmt: skip
+_METHOD = {"mean": "welch_t", "proportion": "z_proportion", "ratio": "delta_ratio",
+           "quantile": "quantile_outer_ci"}  # fmt: skip
 
 
 @dataclass(frozen=True)
