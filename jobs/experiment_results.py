@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 def analysis_settings(registry: Registry):
     from stats.settings import AnalysisSettings
 
-    return AnalysisSettings(expected_split=registry.expected_split())
+    return AnalysisSettings(expected_split=registry.expected_split(), plans=registry.plans())
 
 
 def compute(stats_rows: pd.DataFrame, registry: Registry) -> pd.DataFrame:

@@ -234,6 +234,84 @@ def sequential_fpr(
     }
 
 
+SEQUENTIAL_METRICS = ("mean", "mean_cuped", "ratio", "ratio_cuped")
+
+
+def sequential_plan_study(
+    seed: int,
+    sims: int,
+    planned_units_per_arm: int,
+    days: int = 30,
+    effect: float = 0.0,
+    alpha: float = 0.05,
+    chunk: int = 250,
+) -> dict[str, float]:
+    """Daily looks at an experiment sized by its registry plan (N* and the number of looks).
+
+    Each day brings planned_units_per_arm / days new units per arm; the engine sees the
+    cumulative sums at every look with the plan ``planned_units_per_arm`` x ``days`` (as the
+    job passes it from registry/experiments.yml). Mean and ratio metrics of the unit model above,
+each with and without CUPED.
+
+    Returns:
+        Per metric: the rate at which the always-valid interval ever excludes 0 over the looks,
+        the rate at which it excludes 0 at the planned horizon (the last look), the median
+        ``sequential_width_ratio`` there, and the fixed-horizon rejection rate at the horizon.
+    """
+    from datetime import date
+
+    from stats.settings import ExperimentPlan
+
+    rng = np.random.default_rng(seed)
+    per_day = planned_units_per_arm // days
+    start = pd.Timestamp("2026-01-01")
+    plan = ExperimentPlan(start_date=date(2026, 1, 1), planned_units_per_arm=per_day * days,
+                          planned_days=days)  # fmt: skip
+    settings = AnalysisSettings(alpha=alpha, correction="none", plans={"study": plan})
+    results = []
+    for lo in range(0, sims, chunk):
+        ids = np.arange(lo, min(lo + chunk, sims))
+        frames = []
+        for arm in (0, 1):
+            a = _draw_arm(rng, np.full(ids.size * days, per_day), per_day, effect if arm else 0.0)
+            day = np.tile(np.arange(days), ids.size)
+
+            def cum(v: np.ndarray) -> np.ndarray:
+                return np.cumsum(v.sum(1).reshape(ids.size, days), axis=1).ravel()
+
+            base = _base(np.repeat(ids, days), arm, (day + 1.0) * per_day, "", "")
+            base["as_of_date"] = start + pd.to_timedelta(day, "D")
+            y, x, c, d = a.y, a.x, a.c, a.d
+            sums = {"sum_y": cum(y), "sum_y2": cum(y * y)}
+            ratio = {"sum_x": cum(x), "sum_x2": cum(x * x), "sum_xy": cum(x * y)}
+            cov = {"sum_c": cum(c), "sum_c2": cum(c * c), "sum_yc": cum(y * c)}
+            ratio_cov = {"sum_d": cum(d), "sum_d2": cum(d * d), "sum_cd": cum(c * d),
+                         "sum_yd": cum(y * d), "sum_xc": cum(x * c), "sum_xd": cum(x * d)}
+            for metric, kind, extra in (
+                ("mean", "mean", {}),
+                ("mean_cuped", "mean", cov),
+                ("ratio", "ratio", ratio),
+                ("ratio_cuped", "ratio", {**ratio, **cov, **ratio_cov}),
+            ):
+                frames.append(pd.DataFrame(
+                    {**base, **sums, **extra, "metric": metric, "metric_kind": kind}
+                ))  # fmt: skip
+        results.append(analyze_table(pd.concat(frames, ignore_index=True), settings).results)
+    res = pd.concat(results, ignore_index=True)
+    out = {}
+    last = res["as_of_date"] == res["as_of_date"].max()
+    for m in SEQUENTIAL_METRICS:
+        r = res[res["metric"] == m]
+        out[f"seq_ever_significant_{m}"] = float(
+            r.groupby("segment_value")["is_seq_significant"].any().mean()
+        )
+        fin = r[last[r.index]]
+        out[f"seq_significant_at_horizon_{m}"] = _rate(fin["is_seq_significant"])
+        out[f"fixed_significant_at_horizon_{m}"] = _rate(fin["p_value"] < alpha)
+        out[f"seq_width_ratio_at_horizon_{m}"] = float(fin["sequential_width_ratio"].median())
+    return out
+
+
 def srm_study(seed: int, sims: int, n_total: int = 200_000, alpha: float = 0.001) -> dict:
     """SRM alarm rate under a 50/50 split, and detection of a 50.5/49.5 split."""
     rng = np.random.default_rng(seed)
@@ -434,7 +512,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.calibration:
         start = time.perf_counter()
-        for n, numbers in calibration_grid(args.seed, args.calibration).items():
+        for n in CALIBRATION_SIZES:
+            numbers = calibration_grid(args.seed, args.calibration, (n,))[n]
             for name, value in numbers.items():
                 print(f"{n:6d} {name:45s} {value:.6f}", flush=True)
         print(f"{'seconds':52s} {time.perf_counter() - start:.1f}")
