@@ -31,6 +31,16 @@ def compute(stats_rows: pd.DataFrame, registry: Registry) -> pd.DataFrame:
     return analyze(stats_rows, analysis_settings(registry))
 
 
+def _add_new_columns(spark: SparkSession, target: str, frame) -> None:
+    """Add to an existing results table the columns the engine writes and it lacks (as
+    nullable; older days read them as null), so the overwrite below keeps its schema check."""
+    have = {f.name for f in spark.table(target).schema.fields}
+    new = [f for f in frame.schema.fields if f.name not in have]
+    if new:
+        cols = ", ".join(f"`{f.name}` {f.dataType.simpleString()}" for f in new)
+        spark.sql(f"ALTER TABLE {target} ADD COLUMNS ({cols})")
+
+
 def run(spark: SparkSession, settings: Settings, day: date, registry: Registry | None = None) -> int:
     """Recompute results for every as-of date the run may have changed; returns the row count."""
     from pyspark.sql import functions as F
@@ -49,5 +59,7 @@ def run(spark: SparkSession, settings: Settings, day: date, registry: Registry |
         frame = spark.table(target).limit(0)
     if not spark.catalog.tableExists(target):
         frame.limit(0).write.format("delta").partitionBy("as_of_date").saveAsTable(target)
+    else:
+        _add_new_columns(spark, target, frame)
     replace_where(frame, target, window)
     return len(results)
