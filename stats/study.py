@@ -245,6 +245,7 @@ def sequential_plan_study(
     effect: float = 0.0,
     alpha: float = 0.05,
     chunk: int = 250,
+    metrics: tuple[str, ...] = SEQUENTIAL_METRICS,
 ) -> dict[str, float]:
     """Daily looks at an experiment sized by its registry plan (N* and the number of looks).
 
@@ -293,6 +294,8 @@ each with and without CUPED.
                 ("ratio", "ratio", ratio),
                 ("ratio_cuped", "ratio", {**ratio, **cov, **ratio_cov}),
             ):
+                if metric not in metrics:
+                    continue
                 frames.append(pd.DataFrame(
                     {**base, **sums, **extra, "metric": metric, "metric_kind": kind}
                 ))  # fmt: skip
@@ -300,7 +303,7 @@ each with and without CUPED.
     res = pd.concat(results, ignore_index=True)
     out = {}
     last = res["as_of_date"] == res["as_of_date"].max()
-    for m in SEQUENTIAL_METRICS:
+    for m in metrics:
         r = res[res["metric"] == m]
         out[f"seq_ever_significant_{m}"] = float(
             r.groupby("segment_value")["is_seq_significant"].any().mean()
