@@ -41,14 +41,18 @@ def _add_new_columns(spark: SparkSession, target: str, frame) -> None:
         spark.sql(f"ALTER TABLE {target} ADD COLUMNS ({cols})")
 
 
-def run(spark: SparkSession, settings: Settings, day: date, registry: Registry | None = None) -> int:
+def run(
+    spark: SparkSession, settings: Settings, day: date, registry: Registry | None = None
+) -> int:
     """Recompute results for every as-of date the run may have changed; returns the row count."""
     from pyspark.sql import functions as F
 
     registry = registry or load_registry(settings.registry_file)
     first = day - timedelta(days=settings.ingest.lookback_days)
     window = F.col("as_of_date").between(F.lit(first), F.lit(day))
-    source = spark.table(qualified(settings.gold_schema, "experiment_sufficient_stats")).where(window)
+    source = spark.table(qualified(settings.gold_schema, "experiment_sufficient_stats")).where(
+        window
+    )
     results = compute(source.toPandas(), registry)
     ensure_schema(spark, settings.gold_schema)
     target = qualified(settings.gold_schema, "experiment_results")

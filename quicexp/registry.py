@@ -102,7 +102,9 @@ def load_registry(path: Path | None = None) -> Registry:
     except OSError as exc:
         raise ConfigError(f"cannot read the experiment registry {path}: {exc.strerror}") from None
     except yaml.YAMLError as exc:
-        raise ConfigError(f"experiment registry {path} is not valid YAML: {str(exc).splitlines()[0]}") from None
+        raise ConfigError(
+            f"experiment registry {path} is not valid YAML: {str(exc).splitlines()[0]}"
+        ) from None
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])

@@ -18,6 +18,7 @@ from stats import power
 from stats.corrections import adjust_p_values
 from stats.cuped import cuped_adjust
 from stats.frequentist import compare, linearize
+from stats.inputs import describe, grid_matrices, normalize, row_problems
 from stats.quantile import quantile_arm
 from stats.results import ArmEstimate, ComparisonResult
 from stats.schema import COVARIATES, GROUP_COLUMNS, OUTPUT_COLUMNS, REQUIRED_COLUMNS
@@ -32,7 +33,6 @@ from stats.statistics import (
     RatioCovariate,
     RatioStatistic,
 )
-from stats.inputs import describe, grid_matrices, normalize, row_problems
 
 logger = logging.getLogger(__name__)
 
@@ -353,7 +353,9 @@ def _power_columns(res: pd.DataFrame, s: AnalysisSettings, plan: _Plan) -> None:
     res["target_relative_effect"] = plan.target
     reach = res["mde_relative_planned"].fillna(res["mde_relative"]).to_numpy(float)
     with np.errstate(invalid="ignore"):
-        res["is_underpowered"] = np.isfinite(plan.target) & np.isfinite(reach) & (reach > plan.target)
+        res["is_underpowered"] = (
+            np.isfinite(plan.target) & np.isfinite(reach) & (reach > plan.target)
+        )
     with np.errstate(invalid="ignore", divide="ignore"):
         res["sequential_width_ratio"] = (
             res["seq_ci_abs_upper"] - res["seq_ci_abs_lower"]

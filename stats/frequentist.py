@@ -92,9 +92,7 @@ def relative_delta(
     return lift, se, lift - z * se, lift + z * se
 
 
-def fieller_interval(
-    control: ArmEstimate, treatment: ArmEstimate, z: Arr
-) -> tuple[Arr, Arr, Arr]:
+def fieller_interval(control: ArmEstimate, treatment: ArmEstimate, z: Arr) -> tuple[Arr, Arr, Arr]:
     """Fieller's interval for m_t / m_c - 1 with independent arms (Fieller 1954).
 
     Solves (m_t - rho m_c)^2 = z^2 (V_t + rho^2 V_c) for rho:

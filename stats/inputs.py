@@ -77,7 +77,9 @@ def row_problems(df: pd.DataFrame) -> pd.Series:
         out = np.full(len(df), "", dtype=object)
         if values and hit.any():
             cols = [v.to_numpy()[hit] for v in values]
-            out[hit] = [str(text).format(*(f"{x:g}" for x in vals)) for vals in zip(*cols)]
+            out[hit] = [
+                str(text).format(*(f"{x:g}" for x in vals)) for vals in zip(*cols, strict=True)
+            ]
         else:
             out[hit] = text if np.ndim(text) == 0 else np.asarray(text, dtype=object)[hit]
         reasons.append(pd.Series(out, index=df.index))
@@ -142,9 +144,9 @@ def row_problems(df: pd.DataFrame) -> pd.Series:
     add(is_q & ~df["grid_ok"], "grid_p/grid_value need >= 2 points, increasing p, same length")
     dup = df.duplicated([*GROUP_COLUMNS, "quantile_key", "arm"], keep=False) & df["arm"].notna()
     add(dup, "duplicate row for this arm")
-    mixed = df.groupby(GROUP_COLUMNS, dropna=False, sort=False)["metric_kind"].transform(
-        "nunique"
-    ) > 1
+    mixed = (
+        df.groupby(GROUP_COLUMNS, dropna=False, sort=False)["metric_kind"].transform("nunique") > 1
+    )
     listed = pd.Series("", index=df.index, dtype=object)
     if mixed.any():
         sub = df[mixed].groupby(GROUP_COLUMNS, dropna=False, sort=False)["metric_kind"]

@@ -37,7 +37,6 @@ from stats._types import Arr
 from stats.results import ArmEstimate
 from stats.statistics import QuantileStatistic
 
-
 WINDOW_TAIL_FRACTION = 1.0 / 3.0
 """Largest half-width of the slope window as a fraction of min(p, 1 - p) (see quantile_arm)."""
 

@@ -249,15 +249,15 @@ def sequential_plan_study(
 ) -> dict[str, float]:
     """Daily looks at an experiment sized by its registry plan (N* and the number of looks).
 
-    Each day brings planned_units_per_arm / days new units per arm; the engine sees the
-    cumulative sums at every look with the plan ``planned_units_per_arm`` x ``days`` (as the
-    job passes it from registry/experiments.yml). Mean and ratio metrics of the unit model above,
-each with and without CUPED.
+        Each day brings planned_units_per_arm / days new units per arm; the engine sees the
+        cumulative sums at every look with the plan ``planned_units_per_arm`` x ``days`` (as the
+        job passes it from registry/experiments.yml). Mean and ratio metrics of the unit model above,
+    each with and without CUPED.
 
-    Returns:
-        Per metric: the rate at which the always-valid interval ever excludes 0 over the looks,
-        the rate at which it excludes 0 at the planned horizon (the last look), the median
-        ``sequential_width_ratio`` there, and the fixed-horizon rejection rate at the horizon.
+        Returns:
+            Per metric: the rate at which the always-valid interval ever excludes 0 over the looks,
+            the rate at which it excludes 0 at the planned horizon (the last look), the median
+            ``sequential_width_ratio`` there, and the fixed-horizon rejection rate at the horizon.
     """
     from datetime import date
 
@@ -277,8 +277,8 @@ each with and without CUPED.
             a = _draw_arm(rng, np.full(ids.size * days, per_day), per_day, effect if arm else 0.0)
             day = np.tile(np.arange(days), ids.size)
 
-            def cum(v: np.ndarray) -> np.ndarray:
-                return np.cumsum(v.sum(1).reshape(ids.size, days), axis=1).ravel()
+            def cum(v: np.ndarray, k: int = ids.size) -> np.ndarray:
+                return np.cumsum(v.sum(1).reshape(k, days), axis=1).ravel()
 
             base = _base(np.repeat(ids, days), arm, (day + 1.0) * per_day, "", "")
             base["as_of_date"] = start + pd.to_timedelta(day, "D")
@@ -286,8 +286,14 @@ each with and without CUPED.
             sums = {"sum_y": cum(y), "sum_y2": cum(y * y)}
             ratio = {"sum_x": cum(x), "sum_x2": cum(x * x), "sum_xy": cum(x * y)}
             cov = {"sum_c": cum(c), "sum_c2": cum(c * c), "sum_yc": cum(y * c)}
-            ratio_cov = {"sum_d": cum(d), "sum_d2": cum(d * d), "sum_cd": cum(c * d),
-                         "sum_yd": cum(y * d), "sum_xc": cum(x * c), "sum_xd": cum(x * d)}
+            ratio_cov = {
+                "sum_d": cum(d),
+                "sum_d2": cum(d * d),
+                "sum_cd": cum(c * d),
+                "sum_yd": cum(y * d),
+                "sum_xc": cum(x * c),
+                "sum_xd": cum(x * d),
+            }
             for metric, kind, extra in (
                 ("mean", "mean", {}),
                 ("mean_cuped", "mean", cov),
@@ -510,8 +516,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--full", action="store_true", help="10,000 simulations per check")
     parser.add_argument("--seed", type=int, default=20260101)
-    parser.add_argument("--calibration", type=int, metavar="SIMS", default=0,
-                        help="only the small-sample grid, SIMS experiments per size and check")
+    parser.add_argument(
+        "--calibration",
+        type=int,
+        metavar="SIMS",
+        default=0,
+        help="only the small-sample grid, SIMS experiments per size and check",
+    )
     args = parser.parse_args(argv)
     if args.calibration:
         start = time.perf_counter()

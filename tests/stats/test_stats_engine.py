@@ -12,9 +12,9 @@ from _stats_tables import mean_rows, quantile_rows, table
 from scipy import stats as sps
 
 from stats.engine import analyze, analyze_table
+from stats.inputs import SchemaError
 from stats.schema import OUTPUT_COLUMNS
 from stats.settings import AnalysisSettings
-from stats.inputs import SchemaError
 
 
 def test_output_has_exactly_the_documented_columns(rng):

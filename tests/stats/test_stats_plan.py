@@ -43,8 +43,7 @@ def test_registry_plan_fields_are_optional_and_parsed(tmp_path):
     assert _registry(tmp_path, "").plans() == {}
     reg = _registry(
         tmp_path,
-        "    planned_units_per_arm: 4000\n    planned_days: 30\n"
-        "    target_relative_effect: 0.03\n",
+        "    planned_units_per_arm: 4000\n    planned_days: 30\n    target_relative_effect: 0.03\n",
     )
     assert reg.plans()["e1"] == {"start_date": date(2026, 1, 1), "planned_units_per_arm": 4000,
                                  "planned_days": 30, "target_relative_effect": 0.03}  # fmt: skip
@@ -77,7 +76,9 @@ def test_power_columns_without_plan(rng):
     assert r["mde_relative"] == pytest.approx(mult * r["se_rel"], rel=1e-12)
     assert pd.isna(r["mde_relative_planned"]) and pd.isna(r["target_relative_effect"])
     assert not r["is_underpowered"]  # nothing to check it against: not flagged
-    width = (r["seq_ci_abs_upper"] - r["seq_ci_abs_lower"]) / (r["ci_abs_upper"] - r["ci_abs_lower"])
+    width = (r["seq_ci_abs_upper"] - r["seq_ci_abs_lower"]) / (
+        r["ci_abs_upper"] - r["ci_abs_lower"]
+    )
     assert r["sequential_width_ratio"] == pytest.approx(width, rel=1e-12)
 
 
@@ -163,6 +164,7 @@ def test_true_lift_detected_at_the_planned_horizon():
     print(out)
     assert out["seq_significant_at_horizon_ratio_cuped"] > 0.5
     # the price of always-valid looks: most of the fixed-horizon power is kept
-    assert out["seq_significant_at_horizon_ratio_cuped"] >= 0.75 * out[
-        "fixed_significant_at_horizon_ratio_cuped"
-    ]
+    assert (
+        out["seq_significant_at_horizon_ratio_cuped"]
+        >= 0.75 * out["fixed_significant_at_horizon_ratio_cuped"]
+    )
