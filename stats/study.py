@@ -348,8 +348,8 @@ def _rate(mask: pd.Series) -> float:
 def fpr_and_coverage(seed: int, sims: int, n_mean: int, n_quantile: int) -> dict[str, float]:
     """A/A false-positive rates and 95% coverage with a known 3% effect, per metric.
 
-    Mean/ratio tables are also analysed with Fieller's relative interval, quantile tables
-    also with the i.i.d. outer-CI window (suffixes ``_fieller`` and ``_iid_window``).
+    Mean/ratio tables are also analysed with the delta-method relative interval, quantile tables
+    also with the i.i.d. outer-CI window (suffixes ``_delta`` and ``_iid_window``).
     """
     out: dict[str, float] = {}
     for label, effect in (("aa", 0.0), ("effect", EFFECT)):
@@ -363,7 +363,7 @@ def fpr_and_coverage(seed: int, sims: int, n_mean: int, n_quantile: int) -> dict
                 table = table[table["metric_kind"] == "quantile"]
                 variants["_iid_window"] = AnalysisSettings(correction="none", quantile_window="iid")
             elif effect:
-                variants["_fieller"] = AnalysisSettings(correction="none", relative_ci="fieller")
+                variants["_delta"] = AnalysisSettings(correction="none", relative_ci="delta")
             for suffix, settings in variants.items():
                 res = analyze_table(table, settings).results
                 if not with_q and label == "effect" and not suffix:
@@ -426,7 +426,7 @@ def _rates(res: pd.DataFrame, metrics: tuple[str, ...], effect: float, suffix: s
             continue
         key = m.removeprefix("latency_").removesuffix("_cuped")
         true_abs = c1[key] - c0[key]
-        if suffix != "_fieller":
+        if suffix != "_delta":
             out[f"coverage_abs_{m}{suffix}"] = _rate(
                 (r["ci_abs_lower"] <= true_abs) & (true_abs <= r["ci_abs_upper"])
             )
