@@ -190,19 +190,6 @@ def _stream_times(trace: dict) -> dict[int, dict[str, float]]:
     return out
 
 
-def _handshake_ms(trace: dict) -> float | None:
-    first = None
-    for event in trace.get("events") or []:
-        at = event.get("time")
-        if not isinstance(at, (int, float)):
-            continue
-        first = at if first is None else first
-        header = (event.get("data") or {}).get("header") or {}
-        if event.get("name", "").endswith("packet_received") and header.get("packet_type") in ("1RTT", "1rtt"):
-            return float(at - first)
-    return None
-
-
 def _ts(at: datetime) -> str:
     return at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
 
@@ -228,7 +215,7 @@ def _events(config: LabConfig, arm: Arm, client_id: str, odcid: str, opened: dat
         "packets_sent": sender.get("packets_sent", 0), "packets_lost": sender.get("packets_lost", 0),
         "packets_retransmitted": sender.get("packets_lost", 0), "is_zero_rtt": False,
         "congestion_control": arm.congestion_control, "initial_window_packets": 10, "pacing": True,
-        "close_delay_ms": 0.0, "handshake_ms": _handshake_ms(client_trace) or 0.0,
+        "close_delay_ms": 0.0, "handshake_ms": client_row.get("handshake_ms") or 0.0,
         "bytes_sent": client_row["bytes_sent"], "bytes_received": client_row["bytes_received"],
         "cwnd_bytes": sender.get("cwnd_bytes") or 0,
         "delivery_rate_kbps": client_row["bytes_received"] * 8 / duration,
@@ -314,10 +301,10 @@ async def _run_arm(config: LabConfig, condition: Condition, arm: Arm, clients: l
                 *_client_cmd(arm, relay.port, client_q, config, dcid), stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE, start_new_session=True, env=_env())
             try:
-                stdout, stderr = await asyncio.wait_for(proc.communicate(), config.timeout_s + 10)
+                _, stderr = await asyncio.wait_for(proc.communicate(), config.timeout_s + 10)
             except TimeoutError:
                 proc.kill()
-                stdout, stderr = await proc.communicate()
+                _, stderr = await proc.communicate()
             seconds = time.monotonic() - started
             files = sorted(p for p in client_q.iterdir() if p.is_file())
             rows = parse_path(str(files[0])) if files else []

@@ -4,7 +4,8 @@ Landing layout (docs/qlog.md): every file under ``<landing>/upload_date=D/qlog/`
 is a trace file — ``.qlog`` / ``.sqlog`` (JSON or JSON-SEQ), optionally gzip — except the sidecars
 ``_connections.jsonl[.gz]`` (any depth), one JSON object per connection the client opened:
 ``{"odcid": hex, "client_id": ..., "session_id": ..., "platform": ..., "network_type": ...,
-"experiments": {experiment_id: arm}, "opened_at": ISO-8601 or epoch ms (optional)}``. The
+"experiments": {experiment_id: arm}, "opened_at": ISO-8601 or epoch ms (optional),
+"condition": the lab's network condition (optional)}``. The
 natural layout is ``qlog/client/*.qlog.gz`` + ``qlog/server/*.qlog.gz``: aioquic names both
 ends of a connection ``<ODCID>.qlog``, so they cannot share a folder. The ODCID (qlog
 ``common_fields.ODCID``, or ``group_id``) is the join key.
@@ -65,21 +66,21 @@ PARSED_DDL = (
     "latest_rtt_ms double, rtt_variance_ms double, rtt_samples bigint, cwnd_bytes bigint, max_cwnd_bytes bigint, "
     "packets_sent bigint, packets_received bigint, packets_lost bigint, packets_dropped bigint, "
     "bytes_sent bigint, bytes_received bigint, datagrams_sent bigint, datagrams_received bigint, "
-    "file_mtime timestamp, vantage_hint string"
+    "handshake_ms double, file_mtime timestamp, vantage_hint string"
 )
 MAPPING_DDL = (
     "odcid string, client_id string, session_id string, platform string, network_type string, "
-    "experiments map<string,string>, opened_at timestamp"
+    "experiments map<string,string>, opened_at timestamp, network_condition string"
 )
 STATS = (
     "started_at", "duration_ms", "srtt_ms", "min_rtt_ms", "latest_rtt_ms", "rtt_variance_ms", "cwnd_bytes",
     "max_cwnd_bytes", "packets_sent", "packets_received", "packets_lost", "bytes_sent", "bytes_received",
     # added with the second stack (older tables get them by ALTER TABLE ADD COLUMNS)
-    "srtt_median_ms", "rtt_samples", "datagrams_sent", "datagrams_received", "packets_dropped",
+    "srtt_median_ms", "rtt_samples", "datagrams_sent", "datagrams_received", "packets_dropped", "handshake_ms",
 )
 TABLE_COLUMNS = (
     "odcid", "vantage_point", "client_id", "session_id", "platform", "network_type", "experiments", *STATS,
-    "qlog_version", "event_date", "upload_date", "source_file", "started_at_source",
+    "qlog_version", "event_date", "upload_date", "source_file", "started_at_source", "network_condition",
 )
 
 
@@ -157,6 +158,25 @@ def _timestamp(value) -> datetime | None:
     return None
 
 
+def _sidecar_line(line: str) -> tuple[dict | None, str | None]:
+    """``(mapping, None)`` for a usable sidecar line, ``(None, reason)`` otherwise."""
+    try:
+        obj = json.loads(line)
+    except json.JSONDecodeError:
+        return None, "malformed_sidecar_line"
+    if not (isinstance(obj, dict) and isinstance(obj.get("odcid"), str) and obj["odcid"]
+            and isinstance(obj.get("client_id"), str) and obj["client_id"]):
+        return None, "invalid_sidecar_line"
+    experiments = obj.get("experiments") if isinstance(obj.get("experiments"), dict) else None
+    return {
+        "odcid": obj["odcid"].lower(), "client_id": obj["client_id"],
+        **{k: obj.get(k) if isinstance(obj.get(k), str) else None for k in ("session_id", "platform", "network_type")},
+        "experiments": {str(k): str(v) for k, v in experiments.items()} if experiments else None,
+        "opened_at": _timestamp(obj.get("opened_at")),
+        "network_condition": obj.get("condition") if isinstance(obj.get("condition"), str) else None,
+    }, None
+
+
 @dataclass
 class SidecarResult:
     mappings: list[dict] = field(default_factory=list)
@@ -182,26 +202,8 @@ def read_sidecars(paths: list[Path] | tuple[Path, ...], day: date) -> SidecarRes
             log.warning("qlog sidecar %s unreadable: %s", path, exc)
             continue
         for number, line in enumerate(text.splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError:
-                parsed.append((uri, number, line, None, "malformed_sidecar_line"))
-                continue
-            if not (isinstance(obj, dict) and isinstance(obj.get("odcid"), str) and obj["odcid"]
-                    and isinstance(obj.get("client_id"), str) and obj["client_id"]):
-                parsed.append((uri, number, line, None, "invalid_sidecar_line"))
-                continue
-            experiments = obj.get("experiments") if isinstance(obj.get("experiments"), dict) else None
-            mapping = {
-                "odcid": obj["odcid"].lower(), "client_id": obj["client_id"],
-                **{k: obj.get(k) if isinstance(obj.get(k), str) else None
-                   for k in ("session_id", "platform", "network_type")},
-                "experiments": {str(k): str(v) for k, v in experiments.items()} if experiments else None,
-                "opened_at": _timestamp(obj.get("opened_at")),
-            }
-            parsed.append((uri, number, line, mapping, None))
+            if line.strip():
+                parsed.append((uri, number, line, *_sidecar_line(line)))
     clients: dict[str, set[str]] = {}
     for _, _, _, mapping, _ in parsed:
         if mapping:

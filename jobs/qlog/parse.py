@@ -22,6 +22,7 @@ What a row holds, per trace (one QUIC connection seen from one vantage point):
 * ``datagrams_sent`` / ``datagrams_received``: sums of ``count`` (default 1) of the
   ``datagrams_sent`` / ``datagrams_received`` events, NULL when the stack logs none (ngtcp2
   0.12 does not); ``packets_dropped``: count of ``packet_dropped`` events;
+* ``handshake_ms``: from the first event to the first 1-RTT packet received (NULL without one);
 * ``started_at`` and ``duration_ms`` from the first and last event times. Times are
   milliseconds: absolute (aioquic), relative to ``common_fields.reference_time``, or deltas from
   the previous event (``time_format: delta``). A trace with no wall clock (ngtcp2 0.12 writes
@@ -131,6 +132,26 @@ def _apply_metrics(row: dict[str, Any], data: dict[str, Any], state: dict[str, A
         row["max_cwnd_bytes"] = max(cwnd, row["max_cwnd_bytes"] or 0)
 
 
+def _apply_event(row: dict[str, Any], name: Any, data: dict[str, Any], since_first: float | None) -> None:
+    """Fold one packet, datagram or loss event into the running counts."""
+    if name in _SENT or name in _RECEIVED:
+        way = "sent" if name in _SENT else "received"
+        if way == "received" and row["handshake_ms"] is None and since_first is not None and (
+                (data.get("header") or {}).get("packet_type") in ("1RTT", "1rtt")):
+            row["handshake_ms"] = since_first
+        row[f"packets_{way}"] += 1
+        length = (data.get("raw") or {}).get("length")
+        row[f"bytes_{way}"] += length if isinstance(length, int) else 0
+    elif name in _LOST:
+        row["packets_lost"] += 1
+    elif name in _DGRAM_SENT or name in _DGRAM_RECEIVED:
+        column = "datagrams_sent" if name in _DGRAM_SENT else "datagrams_received"
+        count = data.get("count")
+        row[column] = (row[column] or 0) + (count if isinstance(count, int) else 1)
+    elif name in _DROPPED:
+        row["packets_dropped"] += 1
+
+
 def summarize(trace: dict[str, Any]) -> dict[str, Any]:
     """Connection-level stats of one trace (see the module docstring)."""
     common = trace.get("common_fields") or {}
@@ -145,7 +166,7 @@ def summarize(trace: dict[str, Any]) -> dict[str, Any]:
         "srtt_ms": None, "min_rtt_ms": None, "latest_rtt_ms": None, "rtt_variance_ms": None,
         "cwnd_bytes": None, "max_cwnd_bytes": None,
         "packets_sent": 0, "packets_received": 0, "packets_lost": 0, "bytes_sent": 0, "bytes_received": 0,
-        "datagrams_sent": None, "datagrams_received": None, "packets_dropped": 0,
+        "datagrams_sent": None, "datagrams_received": None, "packets_dropped": 0, "handshake_ms": None,
     }
     state: dict[str, Any] = {"srtts": []}
     first = last = None
@@ -162,19 +183,8 @@ def summarize(trace: dict[str, Any]) -> dict[str, Any]:
             last = at if last is None else max(last, at)
         if name in _METRICS:
             _apply_metrics(row, data, state)
-        elif name in _SENT or name in _RECEIVED:
-            way = "sent" if name in _SENT else "received"
-            row[f"packets_{way}"] += 1
-            length = (data.get("raw") or {}).get("length")
-            row[f"bytes_{way}"] += length if isinstance(length, int) else 0
-        elif name in _LOST:
-            row["packets_lost"] += 1
-        elif name in _DGRAM_SENT or name in _DGRAM_RECEIVED:
-            column = "datagrams_sent" if name in _DGRAM_SENT else "datagrams_received"
-            count = data.get("count")
-            row[column] = (row[column] or 0) + (count if isinstance(count, int) else 1)
-        elif name in _DROPPED:
-            row["packets_dropped"] += 1
+        else:
+            _apply_event(row, name, data, None if at is None or first is None else at - first)
     if first is None:
         raise QlogError("no_events")
     start_ms = reference + first

@@ -39,6 +39,8 @@ def _own_numbers(path) -> dict:
         "datagrams_sent": sum(e["name"].endswith("datagrams_sent") for e in events),
         "datagrams_received": sum(e["name"].endswith("datagrams_received") for e in events),
         "bytes_sent": sum(e["data"]["raw"]["length"] for e in events if e["name"].endswith("packet_sent")),
+        "handshake_ms": next(e["time"] for e in events if e["name"].endswith("packet_received")
+                             and e["data"]["header"]["packet_type"] == "1RTT") - events[0]["time"],
     }
 
 
@@ -102,6 +104,7 @@ def test_qlog_from_aioquic_matches_its_own_numbers(ingest_spark, lake, exchange)
         row = rows[own["vantage_point"]]
         assert row.srtt_ms == pytest.approx(own["srtt_ms"], abs=1e-9)
         assert row.srtt_median_ms == pytest.approx(own["srtt_median_ms"], abs=1e-9)
+        assert row.handshake_ms == pytest.approx(own["handshake_ms"], abs=1e-9)
         for key in ("packets_lost", "packets_sent", "bytes_sent", "rtt_samples", "packets_dropped",
                     "datagrams_sent", "datagrams_received"):
             assert getattr(row, key) == own[key], key

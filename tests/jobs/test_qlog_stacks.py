@@ -54,6 +54,8 @@ def plain(data: bytes) -> dict:
         "bytes_received": sum(e["data"]["raw"]["length"] for e in events if e["name"] == "transport:packet_received"),
         "max_cwnd_bytes": max(m.get("congestion_window", m.get("cwnd", 0)) for m in metrics),
         "duration_ms": events[-1]["time"] - events[0]["time"],
+        "handshake_ms": next(e["time"] for e in events if e["name"] == "transport:packet_received"
+                             and e["data"]["header"]["packet_type"] in ("1RTT", "1rtt")) - events[0]["time"],
     }
 
 

@@ -87,6 +87,7 @@ def test_traces_load_and_agree_with_the_relay(ingest_spark, lab_run):
     for r in rows:
         ends[arm_of[r.odcid]].setdefault(r.odcid, {})[r.vantage_point] = r
         assert r.experiments == {"lab_cc_test": arm_of[r.odcid][1]}
+        assert r.network_condition == arm_of[r.odcid][0]
         assert r.started_at_source == "sidecar"  # ngtcp2 0.12 writes no wall clock: the sidecar's opened_at
         assert abs((r.started_at.replace(tzinfo=UTC) if r.started_at.tzinfo is None else r.started_at)
                    - datetime.now(UTC)).total_seconds() < 3600
@@ -103,9 +104,14 @@ def test_traces_load_and_agree_with_the_relay(ingest_spark, lab_run):
         p = counter["dropped"] / counter["received"]
         assert abs((sent - received) - sent * p) <= band(sent, p), (key, sent, received, counter)
         assert abs(detected - sent * p) <= band(sent, p), (key, detected, sent, counter)
-        # 3. RTT: never below the configured delay; close to it (no rate limit, so no queueing)
+        # 3. RTT: never below the configured delay; the minimum close to it (no rate limit, no queue).
+        # The server sends the body and takes an RTT sample per ACK: its median smoothed RTT stays near
+        # the delay. The client's few samples (its requests and ACK-eliciting probes, answered with the
+        # server's delayed ACKs, under loss) can sit far above it, so only the floor is checked there.
         for c in connections.values():
             for end in ("client", "server"):
                 assert condition.rtt_ms - 1 <= c[end].min_rtt_ms <= condition.rtt_ms + 25, (key, end, c[end].min_rtt_ms)
-                assert condition.rtt_ms - 1 <= c[end].srtt_median_ms <= condition.rtt_ms + 60
-                assert c[end].rtt_samples > 0
+                assert c[end].srtt_median_ms >= condition.rtt_ms - 1 and c[end].rtt_samples > 0
+            assert c["server"].srtt_median_ms <= condition.rtt_ms + 60, (key, c["server"].srtt_median_ms)
+            assert c["server"].rtt_samples >= 10
+            assert c["client"].handshake_ms >= condition.rtt_ms - 1  # at least one round trip
