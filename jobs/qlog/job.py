@@ -233,11 +233,6 @@ def read_sidecars(paths: list[Path] | tuple[Path, ...], day: date) -> SidecarRes
     return result
 
 
-def read_mapping(path: Path | None) -> list[dict]:
-    """The usable mappings of one sidecar file (see :func:`read_sidecars`)."""
-    return read_sidecars([path] if path else [], date.today()).mappings
-
-
 # ---------------------------------------------------------------------------------------------
 # traces (executor side)
 
