@@ -104,3 +104,15 @@ def test_grid_is_the_cross_product():
     names = [c.name for c in config.conditions]
     assert len(names) == len(set(names)) == 16
     assert "rtt50ms_loss1pct_burst3_5mbps" in names
+
+
+def test_the_example_config_loads():
+    from pathlib import Path
+
+    from lab.config import load_config
+
+    config = load_config(Path(__file__).resolve().parents[2] / "lab" / "examples" / "congestion_control.yaml")
+    assert [a.congestion_control for a in config.arms] == ["cubic", "bbr", "reno"]
+    assert len(config.conditions) == 4
+    with pytest.raises(ConfigError, match="cannot read lab config"):
+        load_config("/nonexistent/lab.yaml")
