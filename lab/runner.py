@@ -316,7 +316,13 @@ async def _run_arm(config: LabConfig, condition: Condition, arm: Arm, clients: l
             out["connections"].append((conn, opened, files[0] if files else None, row, arm))
             progress(f"{condition.name} arm {arm.name}: client {i + 1}/{len(clients)} "
                      f"{'ok' if ok else 'FAILED'} in {seconds:.2f}s")
-        await asyncio.sleep(0.2)  # the server writes a trace when it drops the connection
+        # each server writes a connection's trace when it drops the connection (aioquic after its
+        # draining period): wait for one per connection that reached it, at most 5 s
+        expected = sum(1 for c in out["connections"] if c[0].ok and c[4] is arm and c[0].condition == condition.name)
+        deadline = time.monotonic() + 5.0
+        while sum(1 for p in server_q.iterdir() if p.is_file()) < expected and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        await asyncio.sleep(0.1)  # the last file's final write
     finally:
         if relay is not None:
             for direction, counters in relay.counters().items():
