@@ -259,6 +259,7 @@ def demo(
 
 def _register_commands() -> None:
     """The subcommands whose implementation lives beside the application (quicexp.app.*)."""
+    from quicexp.app.commands.lab import lab_command
     from quicexp.app.commands.qlog import qlog_command
     from quicexp.app.commands.simulate import simulate
     from quicexp.app.commands.stats import stats_command
@@ -268,6 +269,7 @@ def _register_commands() -> None:
     app.command("simulate", help="Generate landing-zone telemetry from a simulator scenario.")(simulate)
     app.command("stats", help="Run the statistics engine on a sufficient-statistics file.")(stats_command)
     app.command("ingest-qlog", help="Load one upload day's qlog files into bronze.qlog_connections.")(qlog_command)
+    app.command("lab", help="Run a real-stack A/B experiment (ngtcp2, aioquic) into the landing zone.")(lab_command)
     app.add_typer(serve_app, name="serve")
     app.add_typer(superset_app, name="superset")
 
