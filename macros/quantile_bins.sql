@@ -75,21 +75,65 @@
     where grid_p > 0 and grid_p < 1
 ),
 
+{#- The bin holding each rank, found in one ordered pass instead of a range join: the
+    histogram's bins (at position cumulative_events) and the ranks (at position event_rank)
+    sorted together by descending position, bins before ranks at equal positions; a rank's
+    bin is the last bin seen so far, i.e. the one with the smallest cumulative_events >=
+    event_rank (cumulative_events - n_events < event_rank <= cumulative_events). -#}
+{{ histogram }}_positions as (
+    select
+        {{ key_list }},
+        metric as histogram_metric,
+        cast(null as string) as metric,
+        cast(null as double) as quantile_p,
+        total_events,
+        cast(null as double) as coefficient,
+        cast(null as double) as grid_p,
+        cumulative_events as position,
+        0 as is_rank,
+        value_bin
+    from {{ histogram }}_cumulative
+    union all
+    select
+        {{ key_list }},
+        histogram_metric,
+        metric,
+        quantile_p,
+        total_events,
+        coefficient,
+        grid_p,
+        event_rank as position,
+        1 as is_rank,
+        cast(null as int) as value_bin
+    from {{ histogram }}_ranks
+),
+
 {{ histogram }}_grid as (
     select
-        {% for key in keys %}ranks.{{ key }}, {% endfor %}
-        ranks.metric,
-        ranks.quantile_p,
-        ranks.total_events,
-        ranks.coefficient,
-        ranks.grid_p,
-        cumulative.value_bin
-    from {{ histogram }}_ranks as ranks
-    inner join {{ histogram }}_cumulative as cumulative
-        on {% for key in keys %}ranks.{{ key }} = cumulative.{{ key }} and {% endfor %}
-        ranks.histogram_metric = cumulative.metric
-        and ranks.event_rank > cumulative.cumulative_events - cumulative.n_events
-        and ranks.event_rank <= cumulative.cumulative_events
+        {{ key_list }},
+        metric,
+        quantile_p,
+        total_events,
+        coefficient,
+        grid_p,
+        value_bin
+    from (
+        select
+            {{ key_list }},
+            metric,
+            quantile_p,
+            total_events,
+            coefficient,
+            grid_p,
+            is_rank,
+            last(value_bin, true) over (
+                partition by {{ key_list }}, histogram_metric
+                order by position desc, is_rank
+                rows between unbounded preceding and current row
+            ) as value_bin
+        from {{ histogram }}_positions
+    )
+    where is_rank = 1
 ),
 
 {{ histogram }}_quantiles as (
