@@ -17,7 +17,7 @@ ROWS = (
 def _show(settings, sql: str) -> dict[str, int]:
     from dbt.cli.main import dbtRunner
 
-    from quicexp.dbt import dbt_args
+    from quicexp.app.dbt import dbt_args
 
     result = dbtRunner().invoke(dbt_args("show", settings, LAST_DAY, ["--inline", sql, "--limit", "50"]))
     assert result.success, result.exception
