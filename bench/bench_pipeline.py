@@ -176,7 +176,7 @@ def _load() -> str:
 def _events(work: Path) -> int:
     import duckdb
 
-    return duckdb.sql(f"select sum(rows_read) from '{work / 'out-reference' / 'audit.parquet'}'").fetchone()[0]
+    return duckdb.sql(f"select sum(rows_read) from '{work / 'out-reference' / 'audit.parquet'}'").fetchall()[0][0]
 
 
 if __name__ == "__main__":

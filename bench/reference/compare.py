@@ -54,7 +54,7 @@ def _counts(con, name: str, keys: list[str], counts: list[str], pipe: str, ref: 
     rows = con.execute(f"select {', '.join('coalesce(p.' + k + ', r.' + k + ')' for k in keys)}, "
                        f"{', '.join('p.' + c for c in counts)}, {', '.join('r.' + c for c in counts)} "
                        f"from {pipe} p full join {ref} r on {on} where {differ}").fetchall()
-    total = con.execute(f"select count(*) from {ref}").fetchone()[0]
+    total = con.execute(f"select count(*) from {ref}").fetchall()[0][0]
     for row in rows:
         out.failures.append(f"{name} {row[:len(keys)]}: pipeline {row[len(keys):len(keys) + len(counts)]}, "
                             f"reference {row[len(keys) + len(counts):]}")
@@ -79,7 +79,7 @@ def compare(pipeline_dir: Path, reference_dir: Path, bin_width: float) -> Compar
         select metric, sum(abs(coalesce(p.n_events, 0) - coalesce(r.n_events, 0))) // 2
         from p_binned p full join r_binned r using (client_id, event_date, assignments, metric, value_bin)
         where p.n_events is distinct from r.n_events group by metric""").fetchall())
-    total_binned = con.execute("select sum(n_events) from r_binned").fetchone()[0] or 0
+    total_binned = con.execute("select sum(n_events) from r_binned").fetchall()[0][0] or 0
     if moved:
         out.notes.append(f"bin edges: {sum(moved.values())} of {total_binned} binned values are in the neighbouring "
                          f"bin in the pipeline ({', '.join(f'{m}: {n}' for m, n in sorted(moved.items()))})")
