@@ -10,7 +10,8 @@ quarantine (with its reason and raw text) or the duplicate count:
 
 Order of work, so that a failure never leaves a half-written day:
 
-1. list and check every landing file (unreadable → one-line error, nothing read);
+1. list and check every landing file (unreadable → set aside by name, quarantined in step 2;
+   in strict mode, a one-line error before anything is written);
 2. parse, validate and classify every kind, cached, and count the audit — this reads all
    input, so a corrupt upload fails here, before any write;
 3. one Delta commit per event table that has files for the day or had some at the day's
@@ -32,9 +33,9 @@ from functools import reduce
 from typing import TYPE_CHECKING
 
 from jobs.delta_io import ensure_schema, qualified, replace_where
-from jobs.ingest import dedup, tables
-from jobs.ingest.landing import Batches, LandingError, find_batches
-from jobs.ingest.validate import parse_json_lines, parse_parquet, semantic_reason
+from jobs.ingest import dedup, jsonlines, tables
+from jobs.ingest.landing import Batches, LandingError, find_batches, parquet_uri
+from jobs.ingest.validate import parse_json_files, parse_parquet, parsed_struct, semantic_reason
 from quicexp import telemetry
 from quicexp.config import Settings
 
@@ -68,11 +69,15 @@ def _read(spark: SparkSession, batches: Batches) -> DataFrame:
 
     parts = []
     if batches.json_files:
-        raw = spark.read.text(list(batches.json_files)).withColumn("source_file", F.input_file_name())
-        parts.append(parse_json_lines(raw, batches.kind))
+        parts.append(parse_json_files(spark, batches.json_files, batches.kind))
     for schema, files in batches.parquet_groups:
-        raw = spark.read.parquet(*files).withColumn("source_file", F.input_file_name())
+        raw = spark.read.parquet(*[parquet_uri(f) for f in files]).withColumn("source_file", F.input_file_name())
         parts.append(parse_parquet(raw, batches.kind, schema))
+    if batches.unreadable:  # one quarantined record per file that could not be opened as its kind
+        struct = jsonlines.arrow_schema(batches.kind)
+        rows = [(why, jsonlines.file_uri(path), *([None] * (len(struct) - 3)), jsonlines.UNREADABLE)
+                for path, why in batches.unreadable]
+        parts.append(spark.createDataFrame(rows, parsed_struct(batches.kind)))
     return reduce(lambda a, b: a.unionByName(b), parts)
 
 
@@ -124,13 +129,26 @@ def _root_cause(exc: Exception) -> str:
 
 
 def _read_error(exc: Exception, day: date) -> LandingError:
-    cause = _root_cause(exc).splitlines()[0]
+    lines = [line.strip() for line in _root_cause(exc).splitlines() if line.strip()]
+    # a Python worker's exception: its last line names the error, the first only says it happened
+    cause = lines[-1] if lines and "PythonException" in lines[0] else (lines or ["unknown error"])[0]
     hint = ""
     if "OutOfMemoryError" in cause:
         hint = " (raise spark.driver_memory, or spark.shuffle_partitions so that each task holds less)"
     return LandingError(
         f"ingest {day} failed while reading the landing files, nothing was written: {cause[:300]}{hint}"
     )
+
+
+def _refuse_unreadable(classified: dict[str, DataFrame], day: date) -> None:
+    """Strict mode: a one-line error naming the first unreadable landing file, if there is one."""
+    from pyspark.sql import functions as F
+
+    for df in classified.values():
+        bad = df.where(F.col("reason") == jsonlines.UNREADABLE).select("source_file", "raw_text").first()
+        if bad is not None:
+            raise LandingError(f"ingest {day} (strict): cannot read landing file {bad.source_file}: "
+                               f"{bad.raw_text}; nothing was written")
 
 
 @contextmanager
@@ -155,13 +173,19 @@ def run(
     kinds: tuple[str, ...] | None = None,
     *,
     cascade: bool = True,
+    strict: bool = False,
 ) -> IngestSummary:
-    """Ingest the upload day ``day`` for every event kind (or ``kinds``); see the module docstring."""
+    """Ingest the upload day ``day`` for every event kind (or ``kinds``); see the module docstring.
+
+    ``strict``: a landing file that cannot be read fails the day (naming the file, nothing
+    written) instead of being quarantined as one ``unreadable_file`` record.
+    """
     with _scoped_conf(spark, SCOPED_CONF):
-        return _run(spark, settings, day, kinds, cascade=cascade)
+        return _run(spark, settings, day, kinds, cascade=cascade, strict=strict)
 
 
-def _run(spark: SparkSession, settings: Settings, day: date, kinds: tuple[str, ...] | None, *, cascade: bool) -> IngestSummary:
+def _run(spark: SparkSession, settings: Settings, day: date, kinds: tuple[str, ...] | None, *, cascade: bool,
+         strict: bool) -> IngestSummary:
     from py4j.protocol import Py4JJavaError
     from pyspark import StorageLevel
     from pyspark.errors import PySparkException
@@ -192,6 +216,8 @@ def _run(spark: SparkSession, settings: Settings, day: date, kinds: tuple[str, .
             ).collect()]
         except (PySparkException, Py4JJavaError) as exc:  # a corrupt upload's I/O error, or the job's own failure
             raise _read_error(exc, day) from None
+        if strict:
+            _refuse_unreadable(classified, day)
         log.info("ingest %s: %d files of %d kinds read and classified in %.1fs",
                  day, sum(b.files for b in batches), len(batches), time.monotonic() - started)
 

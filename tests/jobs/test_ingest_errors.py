@@ -1,10 +1,12 @@
-"""Bad days, missing or unreadable landing data: one line, non-zero exit, nothing written."""
+"""Bad days and odd landing files: a missing day is a one-line error; an unreadable file is quarantined."""
 
 from __future__ import annotations
 
 import gzip
+import json
 import subprocess
 from datetime import date
+from urllib.parse import unquote, urlparse
 
 import pytest
 
@@ -32,7 +34,8 @@ def _one_line_error(proc: subprocess.CompletedProcess, *words: str) -> None:
         assert word in lines[-1]
 
 
-def test_landing_problems_are_one_line_errors(ingest_spark, lake):
+def test_landing_problems(ingest_spark, lake):
+    """A missing day is an error; an unreadable file is quarantined by name (strict mode: an error)."""
     settings = lake("ingest_err")
     with pytest.raises(LandingError, match=r"landing zone .* does not exist"):
         jobs.ingest.run(ingest_spark, settings, D, KINDS)
@@ -40,25 +43,55 @@ def test_landing_problems_are_one_line_errors(ingest_spark, lake):
     folder.mkdir(parents=True)
     with pytest.raises(LandingError, match=f"no landing data for {D - date.resolution}"):
         jobs.ingest.run(ingest_spark, settings, D - date.resolution, KINDS)
-    (folder / "x.jsonl.gz").write_text('{"not": "gzip"}\n')
-    with pytest.raises(LandingError, match=r"x\.jsonl\.gz: not gzip data"):
-        jobs.ingest.run(ingest_spark, settings, D, KINDS)
-    (folder / "x.jsonl.gz").unlink()
-    (folder / "notes.txt").write_text("hi")
-    with pytest.raises(LandingError, match="unrecognised file"):
-        jobs.ingest.run(ingest_spark, settings, D, KINDS)
-    (folder / "notes.txt").unlink()
 
-    lines, _ = json_day("http_transactions", D, 200)
+    lines, exp = json_day("http_transactions", D, 200)
     write_jsonl_gz(folder / "good.jsonl.gz", lines)
     jobs.ingest.run(ingest_spark, settings, D, KINDS)
     table = f"{settings.bronze_schema}.http_transactions"
     before = checksum(ingest_spark, table)
     truncated = gzip.compress("\n".join(lines * 3).encode())
     (folder / "torn.jsonl.gz").write_bytes(truncated[: len(truncated) // 2])  # a torn upload: gzip header, no end
-    with pytest.raises(LandingError, match="failed while reading the landing files, nothing was written"):
-        jobs.ingest.run(ingest_spark, settings, D, KINDS)
+    (folder / "x.jsonl.gz").write_text('{"not": "gzip"}\n')
+    (folder / "notes.txt").write_text("hi")
+    (folder / "p.parquet").write_bytes(b"PAR1 not really PAR1")
+
+    with pytest.raises(LandingError, match=r"\(strict\): cannot read landing file .*nothing was written"):
+        jobs.ingest.run(ingest_spark, settings, D, KINDS, strict=True)
     assert checksum(ingest_spark, table) == before
+
+    summary = jobs.ingest.run(ingest_spark, settings, D, KINDS)  # the rest of the day loads
+    assert checksum(ingest_spark, table) == before
+    counts = summary.per_kind["http_transactions"]
+    assert counts["rows_read"] == exp.read["http_transactions"] + 4
+    assert counts["rows_quarantined"] == sum(exp.reasons["http_transactions"].values()) + 4
+    bad = ingest_spark.sql(
+        f"SELECT source_file, raw_text FROM {settings.bronze_schema}.quarantine WHERE reason = 'unreadable_file'"
+    ).collect()
+    assert sorted(r.source_file.rsplit("/", 1)[1] for r in bad) == ["notes.txt", "p.parquet", "torn.jsonl.gz", "x.jsonl.gz"]
+    assert all(r.raw_text for r in bad)
+
+
+def test_file_names_are_literal_paths(ingest_spark, lake):
+    """Glob and URI characters in names: each file read once, by its own name."""
+    from jobs.ingest.tables import AUDIT
+    from tests.jobs.landing_factory import event, write_parquet
+
+    settings = lake("ingest_names")
+    folder = settings.landing_root / f"upload_date={D}" / "http_transactions"
+    sizes = {"c*.jsonl": 3, "c1.jsonl": 5, "c2.jsonl": 7, "a[1].jsonl": 2, "b{x,y}.jsonl": 4, "d\\e?.jsonl": 1,
+             "f:g.jsonl": 6}
+    n = 0
+    for name, count in sizes.items():
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text("".join(json.dumps(event("http_transactions", D, n + i)) + "\n" for i in range(count)))
+        n += count
+    write_parquet(folder / "p[1]*:x.parquet", "http_transactions", [event("http_transactions", D, n + i) for i in range(8)])
+    sizes["p[1]*:x.parquet"] = 8
+    summary = jobs.ingest.run(ingest_spark, settings, D, KINDS)
+    assert summary.per_kind["http_transactions"]["rows_loaded"] == sum(sizes.values())
+    audit = ingest_spark.table(f"{settings.bronze_schema}.{AUDIT}").collect()
+    got = {unquote(urlparse(r.source_file).path).rsplit("/", 1)[1]: r.rows_read for r in audit}
+    assert got == sizes
 
 
 def test_cli_bad_day_and_missing_landing(lake):
