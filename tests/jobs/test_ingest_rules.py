@@ -276,3 +276,15 @@ def test_dedup_quarantined_copy_never_outranks_a_valid_one(ingest_spark):
     rows = [{"event_id": "e", "upload_time": _at("2026-06-15T08:00:00"), "source_file": "bad", "reason": "wrong_type:x"},
             {"event_id": "e", "upload_time": _at("2026-06-15T09:00:00"), "source_file": "good"}]
     assert _status(_classify(ingest_spark, rows)) == [("e", "bad", "quarantined"), ("e", "good", "loaded")]
+
+
+def test_shuffle_partitions_follow_the_landing_size(tmp_path):
+    from jobs.ingest.job import shuffle_partitions
+
+    folder = tmp_path / f"upload_date={D}" / HTTP
+    folder.mkdir(parents=True)
+    (folder / "small.jsonl.gz").write_bytes(b"x" * 1000)
+    assert shuffle_partitions(tmp_path, D, 4) == 4  # a tiny day keeps the configured number
+    with open(folder / "big.jsonl.gz", "wb") as fh:  # 4.5 GB of gzip: a 50 M-event day (sparse file)
+        fh.truncate(4_500_000_000)
+    assert 100 <= shuffle_partitions(tmp_path, D, 4) <= 400
