@@ -35,7 +35,8 @@ def _one_line_error(proc: subprocess.CompletedProcess, *words: str) -> None:
 
 
 def test_landing_problems(ingest_spark, lake):
-    """A missing day is an error; an unreadable file is quarantined by name (strict mode: an error)."""
+    """A missing day is an error; an unreadable file is quarantined by name (strict mode: an error);
+    glob and URI characters in names are literal (each such file read once, as itself)."""
     settings = lake("ingest_err")
     with pytest.raises(LandingError, match=r"landing zone .* does not exist"):
         jobs.ingest.run(ingest_spark, settings, D, KINDS)
@@ -54,16 +55,20 @@ def test_landing_problems(ingest_spark, lake):
     (folder / "x.jsonl.gz").write_text('{"not": "gzip"}\n')
     (folder / "notes.txt").write_text("hi")
     (folder / "p.parquet").write_bytes(b"PAR1 not really PAR1")
+    sizes = _odd_names(folder)
 
     with pytest.raises(LandingError, match=r"\(strict\): cannot read landing file .*nothing was written"):
         jobs.ingest.run(ingest_spark, settings, D, KINDS, strict=True)
     assert checksum(ingest_spark, table) == before
 
     summary = jobs.ingest.run(ingest_spark, settings, D, KINDS)  # the rest of the day loads
-    assert checksum(ingest_spark, table) == before
     counts = summary.per_kind["http_transactions"]
-    assert counts["rows_read"] == exp.read["http_transactions"] + 4
+    assert counts["rows_read"] == exp.read["http_transactions"] + 4 + sum(sizes.values())
+    assert counts["rows_loaded"] == exp.loaded["http_transactions"] + sum(sizes.values())
     assert counts["rows_quarantined"] == sum(exp.reasons["http_transactions"].values()) + 4
+    audit = ingest_spark.table(f"{settings.bronze_schema}.ingest_audit").collect()
+    read = {unquote(urlparse(r.source_file).path).rsplit("/", 1)[1]: r.rows_read for r in audit}
+    assert {name: read[name] for name in sizes} == sizes  # each odd name read once, as itself
     bad = ingest_spark.sql(
         f"SELECT source_file, raw_text FROM {settings.bronze_schema}.quarantine WHERE reason = 'unreadable_file'"
     ).collect()
@@ -71,27 +76,20 @@ def test_landing_problems(ingest_spark, lake):
     assert all(r.raw_text for r in bad)
 
 
-def test_file_names_are_literal_paths(ingest_spark, lake):
-    """Glob and URI characters in names: each file read once, by its own name."""
-    from jobs.ingest.tables import AUDIT
+def _odd_names(folder) -> dict[str, int]:
+    """Files whose names hold glob and URI characters; returns lines per file name."""
     from tests.jobs.landing_factory import event, write_parquet
 
-    settings = lake("ingest_names")
-    folder = settings.landing_root / f"upload_date={D}" / "http_transactions"
     sizes = {"c*.jsonl": 3, "c1.jsonl": 5, "c2.jsonl": 7, "a[1].jsonl": 2, "b{x,y}.jsonl": 4, "d\\e?.jsonl": 1,
              "f:g.jsonl": 6}
     n = 0
     for name, count in sizes.items():
-        folder.mkdir(parents=True, exist_ok=True)
-        (folder / name).write_text("".join(json.dumps(event("http_transactions", D, n + i)) + "\n" for i in range(count)))
+        (folder / name).write_text("".join(json.dumps(event("http_transactions", D, 1000 + n + i)) + "\n"
+                                           for i in range(count)))
         n += count
-    write_parquet(folder / "p[1]*:x.parquet", "http_transactions", [event("http_transactions", D, n + i) for i in range(8)])
-    sizes["p[1]*:x.parquet"] = 8
-    summary = jobs.ingest.run(ingest_spark, settings, D, KINDS)
-    assert summary.per_kind["http_transactions"]["rows_loaded"] == sum(sizes.values())
-    audit = ingest_spark.table(f"{settings.bronze_schema}.{AUDIT}").collect()
-    got = {unquote(urlparse(r.source_file).path).rsplit("/", 1)[1]: r.rows_read for r in audit}
-    assert got == sizes
+    write_parquet(folder / "p[1]*:x.parquet", "http_transactions",
+                  [event("http_transactions", D, 1000 + n + i) for i in range(8)])
+    return {**sizes, "p[1]*:x.parquet": 8}
 
 
 def test_cli_bad_day_and_missing_landing(lake):
