@@ -10,7 +10,8 @@ quarantine (with its reason and raw text) or the duplicate count:
 
 Order of work, so that a failure never leaves a half-written day:
 
-1. list and check every landing file (unreadable → one-line error, nothing read);
+1. list and check every landing file (unreadable → set aside by name, quarantined in step 2;
+   in strict mode, a one-line error before anything is written);
 2. parse, validate and classify every kind, cached, and count the audit — this reads all
    input, so a corrupt upload fails here, before any write;
 3. one Delta commit per event table that has files for the day or had some at the day's
@@ -22,19 +23,22 @@ Order of work, so that a failure never leaves a half-written day:
 from __future__ import annotations
 
 import logging
+import shutil
 import time
+import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import date
 from functools import reduce
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from jobs.delta_io import ensure_schema, qualified, replace_where
-from jobs.ingest import dedup, tables
-from jobs.ingest.landing import Batches, LandingError, find_batches
-from jobs.ingest.validate import parse_json_lines, parse_parquet, semantic_reason
+from jobs.ingest import dedup, jsonlines, tables
+from jobs.ingest.landing import Batches, LandingError, find_batches, parquet_uri
+from jobs.ingest.validate import parse_json_files, parse_parquet, parsed_struct, semantic_reason
 from quicexp import telemetry
 from quicexp.config import Settings
 
@@ -62,25 +66,54 @@ class IngestSummary:
         return sum(counts.get(key, 0) for counts in self.per_kind.values())
 
 
-def _read(spark: SparkSession, batches: Batches) -> DataFrame:
-    """Every batch of one kind, parsed into typed columns + ``raw_text`` + ``reason``."""
+def _parquet_source(spark: SparkSession, files: tuple[str, ...], links: Path) -> DataFrame:
+    """Parquet files read by their literal names, with ``source_file`` = the file's own URI.
+
+    Hadoop expands glob characters (escaped here) and cannot take a ``:`` in a file name at all
+    (it reads ``a:b`` as scheme ``a``): such a file is read through a symbolic link with a plain
+    name in ``links``, and its ``source_file`` is mapped back to the real name.
+    """
     from pyspark.sql import functions as F
 
+    paths, renamed = [], {}
+    for f in files:
+        if ":" in Path(f).name:
+            links.mkdir(parents=True, exist_ok=True)
+            link = links / f"f{len(renamed):05d}.parquet"
+            link.symlink_to(Path(f).absolute())
+            renamed[link.name] = jsonlines.file_uri(f)
+            paths.append(parquet_uri(str(link)))
+        else:
+            paths.append(parquet_uri(f))
+    source = F.input_file_name()
+    if renamed:
+        names = F.create_map(*[F.lit(x) for pair in renamed.items() for x in pair])
+        source = F.coalesce(F.element_at(names, F.regexp_extract(source, r"[^/]*$", 0)), source)
+    return spark.read.parquet(*paths).withColumn("source_file", source)
+
+
+def _read(spark: SparkSession, batches: Batches, links: Path) -> DataFrame:
+    """Every batch of one kind, parsed into typed columns + ``raw_text`` + ``reason``."""
     parts = []
     if batches.json_files:
-        raw = spark.read.text(list(batches.json_files)).withColumn("source_file", F.input_file_name())
-        parts.append(parse_json_lines(raw, batches.kind))
-    for schema, files in batches.parquet_groups:
-        raw = spark.read.parquet(*files).withColumn("source_file", F.input_file_name())
+        parts.append(parse_json_files(spark, batches.json_files, batches.kind))
+    for i, (schema, files) in enumerate(batches.parquet_groups):
+        raw = _parquet_source(spark, files, links / f"{batches.kind}-{i}")
         parts.append(parse_parquet(raw, batches.kind, schema))
+    if batches.unreadable:  # one quarantined record per file that could not be opened as its kind
+        struct = jsonlines.arrow_schema(batches.kind)
+        rows = [(why, jsonlines.file_uri(path), *([None] * (len(struct) - 3)), jsonlines.UNREADABLE)
+                for path, why in batches.unreadable]
+        parts.append(spark.createDataFrame(rows, parsed_struct(batches.kind)))
     return reduce(lambda a, b: a.unionByName(b), parts)
 
 
-def _classified(spark: SparkSession, settings: Settings, day: date, batches: Batches, earlier: DataFrame) -> DataFrame:
+def _classified(spark: SparkSession, settings: Settings, day: date, batches: Batches, earlier: DataFrame,
+                links: Path) -> DataFrame:
     from pyspark.sql import functions as F
 
     rules = settings.ingest
-    parsed = _read(spark, batches)
+    parsed = _read(spark, batches, links)
     checked = parsed.withColumn(
         "reason",
         F.coalesce("reason", semantic_reason(batches.kind, day, rules.lookback_days, rules.future_tolerance_minutes)),
@@ -124,13 +157,26 @@ def _root_cause(exc: Exception) -> str:
 
 
 def _read_error(exc: Exception, day: date) -> LandingError:
-    cause = _root_cause(exc).splitlines()[0]
+    lines = [line.strip() for line in _root_cause(exc).splitlines() if line.strip()]
+    # a Python worker's exception: its last line names the error, the first only says it happened
+    cause = lines[-1] if lines and "PythonException" in lines[0] else (lines or ["unknown error"])[0]
     hint = ""
     if "OutOfMemoryError" in cause:
         hint = " (raise spark.driver_memory, or spark.shuffle_partitions so that each task holds less)"
     return LandingError(
         f"ingest {day} failed while reading the landing files, nothing was written: {cause[:300]}{hint}"
     )
+
+
+def _refuse_unreadable(classified: dict[str, DataFrame], day: date) -> None:
+    """Strict mode: a one-line error naming the first unreadable landing file, if there is one."""
+    from pyspark.sql import functions as F
+
+    for df in classified.values():
+        bad = df.where(F.col("reason") == jsonlines.UNREADABLE).select("source_file", "raw_text").first()
+        if bad is not None:
+            raise LandingError(f"ingest {day} (strict): cannot read landing file {bad.source_file}: "
+                               f"{bad.raw_text}; nothing was written")
 
 
 @contextmanager
@@ -155,13 +201,49 @@ def run(
     kinds: tuple[str, ...] | None = None,
     *,
     cascade: bool = True,
+    strict: bool = False,
 ) -> IngestSummary:
-    """Ingest the upload day ``day`` for every event kind (or ``kinds``); see the module docstring."""
-    with _scoped_conf(spark, SCOPED_CONF):
-        return _run(spark, settings, day, kinds, cascade=cascade)
+    """Ingest the upload day ``day`` for every event kind (or ``kinds``); see the module docstring.
+
+    ``strict``: a landing file that cannot be read fails the day (naming the file, nothing
+    written) instead of being quarantined as one ``unreadable_file`` record.
+    """
+    conf = dict(SCOPED_CONF)
+    partitions = shuffle_partitions(settings.landing_root, day, int(spark.conf.get("spark.sql.shuffle.partitions")))
+    conf["spark.sql.shuffle.partitions"] = str(partitions)
+    with _scoped_conf(spark, conf):
+        return _run(spark, settings, day, kinds, cascade=cascade, strict=strict)
 
 
-def _run(spark: SparkSession, settings: Settings, day: date, kinds: tuple[str, ...] | None, *, cascade: bool) -> IngestSummary:
+# Shuffle sizing from the landing files (settings that follow the data): the dedup window's
+# shuffle carries the typed rows, about half the size of the uncompressed JSON text; gzip
+# JSON lines inflate about 10x, Parquet about 4x. Aim at ~128 MiB per shuffle partition and
+# never below the configured number; adaptive execution coalesces partitions that come out small.
+_INFLATE = {".gz": 10.0, ".parquet": 4.0}
+_SHUFFLE_FRACTION = 0.5
+_PARTITION_BYTES = 128 * 2**20
+
+
+def shuffle_partitions(landing_root, day: date, configured: int) -> int:
+    """Shuffle partitions for ingesting ``day``: the configured number, or more for a large day."""
+    import os
+
+    from jobs.ingest.landing import day_dir
+
+    folder = day_dir(landing_root, day)
+    estimate = 0.0
+    for root, _dirs, names in os.walk(folder):
+        for name in names:
+            try:
+                size = os.path.getsize(os.path.join(root, name))
+            except OSError:
+                continue
+            estimate += size * next((f for suffix, f in _INFLATE.items() if name.endswith(suffix)), 1.0)
+    return max(configured, int(estimate * _SHUFFLE_FRACTION // _PARTITION_BYTES) + 1)
+
+
+def _run(spark: SparkSession, settings: Settings, day: date, kinds: tuple[str, ...] | None, *, cascade: bool,
+         strict: bool) -> IngestSummary:
     from py4j.protocol import Py4JJavaError
     from pyspark import StorageLevel
     from pyspark.errors import PySparkException
@@ -181,9 +263,12 @@ def _run(spark: SparkSession, settings: Settings, day: date, kinds: tuple[str, .
     later = dedup.later_ingested_days(spark, settings, day, audit_table) if cascade else []
     old_ids = spark.table(ledger_table).where(mine).localCheckpoint(eager=True) if later else None
 
+    # plain-named links to Parquet files whose names Hadoop cannot take (removed at the end)
+    links = Path(settings.lake_root) / "_ingest_links" / f"{day}-{uuid.uuid4().hex}"
     earlier = dedup.earlier_ids(spark, settings, day).persist(StorageLevel.MEMORY_AND_DISK)
     classified = {
-        b.kind: _classified(spark, settings, day, b, earlier).persist(StorageLevel.MEMORY_AND_DISK) for b in batches
+        b.kind: _classified(spark, settings, day, b, earlier, links).persist(StorageLevel.MEMORY_AND_DISK)
+        for b in batches
     }
     try:
         try:
@@ -192,6 +277,8 @@ def _run(spark: SparkSession, settings: Settings, day: date, kinds: tuple[str, .
             ).collect()]
         except (PySparkException, Py4JJavaError) as exc:  # a corrupt upload's I/O error, or the job's own failure
             raise _read_error(exc, day) from None
+        if strict:
+            _refuse_unreadable(classified, day)
         log.info("ingest %s: %d files of %d kinds read and classified in %.1fs",
                  day, sum(b.files for b in batches), len(batches), time.monotonic() - started)
 
@@ -217,6 +304,7 @@ def _run(spark: SparkSession, settings: Settings, day: date, kinds: tuple[str, .
         for df in classified.values():
             df.unpersist()
         earlier.unpersist()
+        shutil.rmtree(links, ignore_errors=True)
 
     summary = IngestSummary(day=day, per_kind=_per_kind(audit), seconds=time.monotonic() - started)
     _log_summary(summary)

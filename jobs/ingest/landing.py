@@ -4,7 +4,11 @@ Layout: ``<landing>/upload_date=YYYY-MM-DD/<kind>/<batch>.jsonl.gz|.jsonl|.parqu
 starting with ``_`` or ``.`` (manifests, markers, partial uploads) are not batches.
 
 Every file is checked before Spark reads anything (exists, readable, gzip or Parquet magic,
-Parquet footer), so an unreadable upload is a one-line error and nothing is written.
+Parquet footer). A file that fails (or has a name no reader knows) is set aside by name
+(``Batches.unreadable``): the job quarantines it as one ``unreadable_file`` record with the
+reason as its text, and the rest of the day loads; in strict mode the job fails instead,
+naming the file, and writes nothing. File names are literal paths: no character in a name
+(``*``, ``?``, ``[``, ``{``, ``\\``, ``:``) is ever interpreted as a pattern or a URI part.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
 
-from quicexp.config import ConfigError
+from quicexp.errors import InputDataError
 
 JSON_SUFFIXES = (".jsonl", ".jsonl.gz", ".json", ".json.gz")
 PARQUET_SUFFIXES = (".parquet",)
@@ -23,7 +27,7 @@ GZIP_MAGIC = b"\x1f\x8b"
 PARQUET_MAGIC = b"PAR1"
 
 
-class LandingError(ConfigError):
+class LandingError(InputDataError):
     """The landing zone cannot be ingested as it is (missing day, unreadable file)."""
 
 
@@ -34,22 +38,23 @@ class Batches:
     kind: str
     json_files: tuple[str, ...]
     parquet_groups: tuple[tuple[object, tuple[str, ...]], ...] = field(default=())  # (pa.Schema, files)
+    unreadable: tuple[tuple[str, str], ...] = field(default=())  # (path, why)
 
     @property
     def empty(self) -> bool:
-        return not self.json_files and not self.parquet_groups
+        return not self.json_files and not self.parquet_groups and not self.unreadable
 
     @property
     def files(self) -> int:
-        return len(self.json_files) + sum(len(files) for _, files in self.parquet_groups)
+        return len(self.json_files) + sum(len(files) for _, files in self.parquet_groups) + len(self.unreadable)
 
 
 def day_dir(landing_root: Path, day: date) -> Path:
     return landing_root / f"upload_date={day.isoformat()}"
 
 
-def _check_readable(path: Path) -> None:
-    """Raise :class:`LandingError` unless ``path`` opens and starts like its suffix says."""
+def _check_readable(path: Path) -> str | None:
+    """Why ``path`` cannot be read as its suffix says (None when it opens and starts right)."""
     try:
         with open(path, "rb") as fh:
             head = fh.read(4)
@@ -59,14 +64,17 @@ def _check_readable(path: Path) -> None:
             else:
                 tail = b""
     except OSError as exc:
-        raise LandingError(f"cannot read landing file {path}: {exc.strerror}") from None
+        return exc.strerror or type(exc).__name__
+    if not path.name.endswith(JSON_SUFFIXES + PARQUET_SUFFIXES):
+        return "unrecognised file type (expected " + ", ".join(JSON_SUFFIXES + PARQUET_SUFFIXES) + ")"
     if path.name.endswith(".gz") and head[:2] != GZIP_MAGIC:
-        raise LandingError(f"cannot read landing file {path}: not gzip data")
+        return "not gzip data"
     if path.name.endswith(PARQUET_SUFFIXES) and (head != PARQUET_MAGIC or tail != PARQUET_MAGIC):
-        raise LandingError(f"cannot read landing file {path}: not a Parquet file")
+        return "not a Parquet file"
+    return None
 
 
-def _parquet_groups(paths: list[Path]) -> tuple[tuple[object, tuple[str, ...]], ...]:
+def _parquet_groups(paths: list[Path], unreadable: list[tuple[str, str]]) -> tuple[tuple[object, tuple[str, ...]], ...]:
     """Group Parquet files by their (footer) schema, so each group is read with one schema."""
     import pyarrow.parquet as pq
 
@@ -75,9 +83,17 @@ def _parquet_groups(paths: list[Path]) -> tuple[tuple[object, tuple[str, ...]], 
         try:
             schema = pq.read_schema(path).remove_metadata()
         except Exception as exc:
-            raise LandingError(f"cannot read landing file {path}: {str(exc).splitlines()[0]}") from None
+            unreadable.append((str(path), (str(exc).splitlines() or [type(exc).__name__])[0]))
+            continue
         groups[schema].append(str(path))
     return tuple((schema, tuple(files)) for schema, files in groups.items())
+
+
+def parquet_uri(path: str) -> str:
+    """A landing path that Spark's file reader takes literally: ``file://`` + the absolute path, glob
+    characters escaped with ``\\`` (Hadoop expands ``*?[]{}`` and escapes with ``\\``; it quotes what a
+    URI cannot hold itself, so no percent-encoding here, and a ``:`` after the first ``/`` is no scheme)."""
+    return "file://" + "".join("\\" + c if c in "*?[]{}\\" else c for c in str(Path(path).absolute()))
 
 
 def find_batches(landing_root: Path, day: date, kinds: tuple[str, ...]) -> list[Batches]:
@@ -93,17 +109,22 @@ def find_batches(landing_root: Path, day: date, kinds: tuple[str, ...]) -> list[
         raise LandingError(f"no landing data for {day.isoformat()}: {folder} does not exist")
     found = []
     for kind in kinds:
-        files = sorted(p for p in (folder / kind).glob("*") if p.is_file() and not p.name.startswith(("_", ".")))
-        unknown = [p.name for p in files if not p.name.endswith(JSON_SUFFIXES + PARQUET_SUFFIXES)]
-        if unknown:
-            raise LandingError(f"unrecognised file in landing zone: {folder / kind / unknown[0]}")
+        directory = folder / kind
+        names = sorted(os.listdir(directory)) if directory.is_dir() else []  # literal names, no globbing
+        files = [directory / n for n in names if not n.startswith(("_", ".")) and (directory / n).is_file()]
+        unreadable, good = [], []
         for path in files:
-            _check_readable(path)
+            why = _check_readable(path)
+            if why is None:
+                good.append(path)
+            else:
+                unreadable.append((str(path), why))
         found.append(
             Batches(
                 kind=kind,
-                json_files=tuple(str(p) for p in files if p.name.endswith(JSON_SUFFIXES)),
-                parquet_groups=_parquet_groups([p for p in files if p.name.endswith(PARQUET_SUFFIXES)]),
+                json_files=tuple(str(p) for p in good if p.name.endswith(JSON_SUFFIXES)),
+                parquet_groups=_parquet_groups([p for p in good if p.name.endswith(PARQUET_SUFFIXES)], unreadable),
+                unreadable=tuple(sorted(unreadable)),
             )
         )
     return found

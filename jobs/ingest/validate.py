@@ -14,22 +14,25 @@ The rules (docs/ingestion.md):
   tolerance]``: an event time after its upload time plus the tolerance is
   ``clock_skew_future``; an event date more than ``lookback_days`` before its upload day is
   ``too_late``. Neither is corrected: a skewed client clock cannot be told from a real
-  time, so the row is kept with its raw text for inspection instead of being guessed at.
+  time, so the row is kept with its raw text for inspection instead of being guessed at;
+* ``upload_time`` outside the folder's day (± the tolerance) is ``upload_time_outside_day``;
+* a numeric value outside the bounds the telemetry schema declares (``minimum``/``maximum``;
+  NaN is outside) is ``out_of_range:<name>``.
 
-JSON validation uses Spark 4's VARIANT functions, so each line is parsed once and every
-field's JSON type is inspected without a second parser.
+JSON lines are parsed and checked in Python, one pass per line (jobs/ingest/jsonlines.py);
+Parquet columns are checked once per file group from the footer's types.
 """
 
 from __future__ import annotations
 
-from datetime import date
+from datetime import date, timedelta
 from typing import TYPE_CHECKING
 
 from quicexp import telemetry
 
 if TYPE_CHECKING:
     import pyarrow as pa
-    from pyspark.sql import Column, DataFrame
+    from pyspark.sql import Column, DataFrame, SparkSession
 
 SPARK_TYPES = {
     "string": "string",
@@ -40,17 +43,6 @@ SPARK_TYPES = {
     "map<string,string>": "map<string,string>",
 }
 
-# schema_of_variant() names of the JSON values accepted for each vocabulary type.
-_JSON_TYPE_OK = {
-    "string": "{t} = 'STRING'",
-    "long": "{t} = 'BIGINT'",
-    "double": "({t} IN ('BIGINT', 'DOUBLE', 'FLOAT') OR {t} LIKE 'DECIMAL(%')",
-    "boolean": "{t} = 'BOOLEAN'",
-    "timestamp": "{t} = 'STRING'",
-    "map<string,string>": "{t} LIKE 'OBJECT<%'",
-}
-
-
 def spark_schema(kind: str):
     """The typed Spark schema of ``kind``'s event fields (bronze adds its own columns)."""
     from pyspark.sql.types import StructField, StructType, _parse_datatype_string
@@ -60,31 +52,34 @@ def spark_schema(kind: str):
     )
 
 
-def parse_json_lines(raw: DataFrame, kind: str) -> DataFrame:
-    """``raw(value, source_file)`` → typed event columns + ``raw_text`` + ``reason`` (parse stage)."""
-    from pyspark.sql import functions as F
+def parsed_struct(kind: str):
+    """The parse stage's rows: ``raw_text``, ``source_file``, the typed fields, ``reason``."""
+    from pyspark.sql.types import StringType, StructField, StructType
 
-    fields = telemetry.fields(kind)
-    parsed = raw.select(
-        F.col("value").alias("raw_text"), "source_file", F.expr("try_parse_json(value)").alias("v")
+    return StructType(
+        [StructField("raw_text", StringType()), StructField("source_file", StringType()),
+         *spark_schema(kind).fields, StructField("reason", StringType())]
     )
-    reasons: list[Column] = [
-        F.when(F.col("v").isNull(), F.lit("malformed_json")),
-        F.when(~F.expr("schema_of_variant(v) LIKE 'OBJECT<%'"), F.lit("not_an_object")),
-    ]
-    typed = []
-    for f in fields:
-        path = f"'$.{f.name}'"
-        raw_val = f"variant_get(v, {path}, 'variant')"
-        json_type = f"schema_of_variant({raw_val})"
-        absent = F.expr(f"{raw_val} IS NULL OR is_variant_null({raw_val})")
-        value = F.expr(f"try_variant_get(v, {path}, '{SPARK_TYPES[f.type]}')")
-        bad_type = ~absent & (~F.expr(_JSON_TYPE_OK[f.type].format(t=json_type)) | value.isNull())
-        if not f.nullable:
-            reasons.append(F.when(absent, F.lit(f"missing_field:{f.name}")))
-        reasons.append(F.when(bad_type, F.lit(f"wrong_type:{f.name}")))
-        typed.append(F.when(~absent, value).alias(f.name))
-    return parsed.select("raw_text", "source_file", *typed, F.coalesce(*reasons).alias("reason"))
+
+
+def parse_json_files(spark: SparkSession, files: tuple[str, ...], kind: str) -> DataFrame:
+    """JSON-lines ``files`` → typed event columns + ``raw_text`` + ``source_file`` + ``reason`` (parse stage).
+
+    One task per file (gzip cannot be split anyway) runs ``jsonlines.arrow_batches``: the file is
+    opened by its literal path (no glob expansion, any character in the name), read whole, and
+    every record checked in Python (see jobs/ingest/jsonlines.py for the rules).
+    """
+    out = parsed_struct(kind)
+
+    def parse(batches):
+        from jobs.ingest.jsonlines import arrow_batches
+
+        for batch in batches:
+            yield from arrow_batches(batch.column(0).to_pylist(), kind)
+
+    # one partition (task) per file, no shuffle
+    rdd = spark.sparkContext.parallelize([(str(f),) for f in files], max(1, len(files)))
+    return spark.createDataFrame(rdd, "path string").mapInArrow(parse, out)
 
 
 def arrow_compatible(expected: str, actual: pa.DataType) -> bool:
@@ -145,17 +140,45 @@ def parse_parquet(df: DataFrame, kind: str, file_schema: pa.Schema) -> DataFrame
     )
 
 
+def range_reason(kind: str) -> Column:
+    """``out_of_range:<f>`` for the first numeric field outside its declared bounds (NaN is outside)."""
+    from pyspark.sql import functions as F
+
+    checks = []
+    for f in telemetry.fields(kind):
+        if f.minimum is None and f.maximum is None:
+            continue
+        col = F.col(f.name)
+        bad = F.isnan(col) if f.type == "double" else F.lit(False)
+        if f.minimum is not None:
+            bad = bad | (col < F.lit(f.minimum))
+        if f.maximum is not None:
+            bad = bad | (col > F.lit(f.maximum))
+        checks.append(F.when(col.isNotNull() & bad, F.lit(f"out_of_range:{f.name}")))
+    return F.coalesce(*checks, F.lit(None).cast("string"))
+
+
 def semantic_reason(kind: str, day: date, lookback_days: int, future_tolerance_minutes: int) -> Column:
-    """Checks on typed rows: version, event type, clock skew and lateness (first failing wins)."""
+    """Checks on typed rows: version, event type, upload day, clock skew, lateness, ranges (first failing wins).
+
+    ``upload_time`` must fall in the folder's day, widened by the tolerance on both sides (a
+    collector's clock and its day boundary may disagree by that much): the row's own claim is
+    checked against where it was delivered, so a row cannot move itself to another day.
+    """
     from pyspark.sql import functions as F
 
     oldest = F.date_sub(F.lit(day), lookback_days)
+    tolerance = F.expr(f"INTERVAL {future_tolerance_minutes} MINUTES")
+    day_start = F.to_timestamp(F.lit(day.isoformat()))
+    day_end = F.to_timestamp(F.lit((day + timedelta(days=1)).isoformat()))
     return F.coalesce(
         F.when(F.col("schema_version") != telemetry.SCHEMA_VERSION, F.lit("unsupported_schema_version")),
         F.when(F.col("event_type") != telemetry.event_type(kind), F.lit("wrong_event_type")),
         F.when(
-            F.col("event_time") > F.col("upload_time") + F.expr(f"INTERVAL {future_tolerance_minutes} MINUTES"),
-            F.lit("clock_skew_future"),
+            (F.col("upload_time") < day_start - tolerance) | (F.col("upload_time") >= day_end + tolerance),
+            F.lit("upload_time_outside_day"),
         ),
+        F.when(F.col("event_time") > F.col("upload_time") + tolerance, F.lit("clock_skew_future")),
         F.when(F.to_date("event_time") < oldest, F.lit("too_late")),
+        range_reason(kind),
     )

@@ -94,7 +94,12 @@ def catalog_status_cmd() -> None:
 
 
 @app.command()
-def ingest(day: DayOption) -> None:
+def ingest(
+    day: DayOption,
+    strict: Annotated[
+        bool, typer.Option("--strict", help="Fail the day on a landing file that cannot be read (default: quarantine it by name).")
+    ] = False,
+) -> None:
     """Load one upload day from the landing zone into bronze Delta tables."""
     import jobs.ingest
     from jobs.ingest.landing import find_batches
@@ -102,7 +107,7 @@ def ingest(day: DayOption) -> None:
 
     settings, d = _settings(), parse_day(day)
     find_batches(settings.landing_root, d, telemetry.EVENT_KINDS)  # landing errors before a JVM starts
-    summary = jobs.ingest.run(_spark(settings, "quicexp-ingest"), settings, d)
+    summary = jobs.ingest.run(_spark(settings, "quicexp-ingest"), settings, d, strict=strict)
     typer.echo(
         f"ingest {d}: read {summary.total('rows_read')}, loaded {summary.total('rows_loaded')}, "
         f"quarantined {summary.total('rows_quarantined')}, duplicate {summary.total('rows_duplicate')}"

@@ -29,6 +29,10 @@ class Field(NamedTuple):
     type: str
     nullable: bool
     description: str
+    #: inclusive bounds of a numeric field's values (None: unbounded); outside them a row is
+    #: quarantined as ``out_of_range:<name>`` (a NaN is out of any declared range)
+    minimum: float | None = None
+    maximum: float | None = None
 
 
 @cache

@@ -33,6 +33,8 @@ def event(kind: str, day: date, i: int, *, prefix: str = "") -> dict:
         "upload_time": ts(at + timedelta(minutes=1)), "platform": "android", "network_type": "wifi",
         "app": "browser", "app_version": "1.0", "experiments": {"exp1": "control" if i % 2 else "treatment"},
     }
+    if kind == "http_transactions":
+        values["status_code"] = 200  # within the schema's declared range
     by_type = {"string": lambda f: f"{f}-{i % 5}", "long": lambda f: i, "double": lambda f: i * 1.5,
                "boolean": lambda f: i % 3 == 0, "timestamp": lambda f: ts(at), "map<string,string>": lambda f: {}}
     for f in telemetry.fields(kind):
