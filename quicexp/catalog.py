@@ -100,9 +100,9 @@ def derby_password(settings: Settings, create: bool = True) -> str | None:
 
 
 def _policy_text(settings: Settings, jars: list[Path]) -> str:
-    """The security policy of the Derby server JVM: its jars may read and write the metastore
-    folder, listen on the catalog port and accept connections (the socket is bound to loopback),
-    and nothing else — no process, no file outside the folder."""
+    """The security policy of the Derby server JVM: read and write the metastore folder, read the
+    Derby jars, listen on the catalog port and accept connections (the socket is bound to
+    loopback), and nothing else — no process, no outbound connection, no file outside the folder."""
     home = settings.metastore_dir
     port = settings.catalog.port
 
@@ -135,7 +135,11 @@ def _policy_text(settings: Settings, jars: list[Path]) -> str:
         'permission org.apache.derby.shared.common.security.SystemPermission "server", "control,monitor";',
     ]  # fmt: skip
     body = "\n".join(f"  {p}" for p in perms)
-    return "\n".join(f'grant codeBase "file:{quoted(jar)}" {{\n{body}\n}};' for jar in jars) + "\n"
+    # One grant for all code of the JVM, not per jar: Derby 10.16 runs queries (metadata, sorts,
+    # routines) from classes it generates with no code source and without privileged blocks, so
+    # those need the same rights. The JDK's own classes keep theirs; nothing here may execute a
+    # program, connect out, or touch a file outside the metastore folder and the Derby jars.
+    return f"grant {{\n{body}\n}};\n"
 
 
 def is_listening(host: str, port: int, timeout: float = 0.5) -> bool:
