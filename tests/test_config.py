@@ -106,7 +106,7 @@ def test_an_unknown_nested_key_in_the_file_is_refused(clean_env, tmp_path):
         load_settings(home=tmp_path)
     assert "spark.mastre" in _one_line(err) and "unknown setting" in str(err.value)
     config.write_text("ingest:\n  lookback_dayz: 2\n")
-    with pytest.raises(ConfigError, match="ingest.lookback_dayz"):
+    with pytest.raises(ConfigError, match=r"ingest\.lookback_dayz"):
         load_settings(home=tmp_path)
     config.write_text("spark:\n  master: local[1]\n")  # the control: the right key loads
     assert load_settings(home=tmp_path).spark.master == "local[1]"
