@@ -29,6 +29,13 @@ class Experiment(BaseModel):
     start_date: date
     end_date: date | None = None
     arms: list[Arm]
+    # The plan the statistics are sized to (all optional; see docs/stats.md, "Plan"):
+    # units per arm at the end (for an unequal split: total = this x number of arms, shared
+    # by the arms' shares), days of daily analysis, and the relative effect the experiment
+    # must be able to detect (e.g. 0.03 for 3%), for every metric of the experiment.
+    planned_units_per_arm: int | None = Field(None, gt=1)
+    planned_days: int | None = Field(None, gt=0)
+    target_relative_effect: float | None = Field(None, gt=0)
 
     @field_validator("id")
     @classmethod
@@ -69,6 +76,19 @@ class Registry(BaseModel):
     def expected_split(self) -> dict[str, dict[str, float]]:
         return {e.id: {a.name: a.share for a in e.arms} for e in self.experiments}
 
+    def plans(self) -> dict[str, dict[str, object]]:
+        """Per experiment with any plan field: the fields of ``stats.settings.ExperimentPlan``."""
+        out: dict[str, dict[str, object]] = {}
+        for e in self.experiments:
+            if e.planned_units_per_arm or e.planned_days or e.target_relative_effect:
+                out[e.id] = {
+                    "start_date": e.start_date,
+                    "planned_units_per_arm": e.planned_units_per_arm,
+                    "planned_days": e.planned_days,
+                    "target_relative_effect": e.target_relative_effect,
+                }
+        return out
+
 
 def load_registry(path: Path | None = None) -> Registry:
     """The registry at ``path``; by default the configured one (``Settings.registry_file``)."""
@@ -82,7 +102,9 @@ def load_registry(path: Path | None = None) -> Registry:
     except OSError as exc:
         raise ConfigError(f"cannot read the experiment registry {path}: {exc.strerror}") from None
     except yaml.YAMLError as exc:
-        raise ConfigError(f"experiment registry {path} is not valid YAML: {str(exc).splitlines()[0]}") from None
+        raise ConfigError(
+            f"experiment registry {path} is not valid YAML: {str(exc).splitlines()[0]}"
+        ) from None
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])

@@ -28,6 +28,8 @@ SECRET_KEYS = ("spark.hadoop.javax.jdo.option.ConnectionPassword", "spark.authen
 
 # The project's Python packages (pyproject.toml's packages.find); shipped to cluster executors.
 PROJECT_PACKAGES = ("quicexp", "jobs", "stats", "simulation")
+#: Where the JVMs' logs go (a file under <home>/logs), see quicexp/log4j2.properties.
+LOG4J_CONFIG = Path(__file__).with_name("log4j2.properties")
 
 
 def is_cluster(settings: Settings) -> bool:
@@ -124,6 +126,11 @@ def spark_conf(settings: Settings, app_name: str = "quicexp") -> dict[str, str]:
         # (a cluster's; docker-compose.yml gives it as a secret file). Kept off the command line.
         conf["spark.authenticate"] = "true"
         conf["spark.authenticate.secret"] = _read_secret(settings.spark.auth_secret_file)
+    # JVM logs (Spark, Hive, DataNucleus, Delta) go to <home>/logs/spark.log, not the console.
+    # (log4j creates the folder; a home whose path holds a space would split the option.)
+    conf["spark.driver.extraJavaOptions"] = (
+        f"-Dlog4j2.configurationFile={LOG4J_CONFIG.as_uri()} -Dquicexp.log.dir={settings.home / 'logs'}"
+    )
     if not is_cluster(settings):
         # Delta rebuilds a table's state with 50 tasks by default; on one machine 2 suffice.
         conf["spark.databricks.delta.snapshotPartitions"] = "2"

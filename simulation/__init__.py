@@ -1,7 +1,7 @@
-"""The seeded, mechanistic QUIC fleet simulator and the statistics validation study.
+"""The seeded, mechanistic QUIC fleet simulator (the statistics validation study is stats.study).
 
 ``simulation.run_scenario`` runs a scenario into a landing zone (see ``docs/simulator.md``); it is
-imported lazily so that ``import simulation.study`` stays light.
+imported lazily so that importing a submodule stays light.
 """
 
 from __future__ import annotations

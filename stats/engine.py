@@ -18,10 +18,11 @@ from stats import power
 from stats.corrections import adjust_p_values
 from stats.cuped import cuped_adjust
 from stats.frequentist import compare, linearize
+from stats.inputs import describe, grid_matrices, normalize, row_problems
 from stats.quantile import quantile_arm
 from stats.results import ArmEstimate, ComparisonResult
 from stats.schema import COVARIATES, GROUP_COLUMNS, OUTPUT_COLUMNS, REQUIRED_COLUMNS
-from stats.sequential import confidence_sequence, running_intersection
+from stats.sequential import calibrated_alpha, confidence_sequence, running_intersection
 from stats.settings import AnalysisSettings
 from stats.srm_table import srm_columns
 from stats.statistics import (
@@ -32,7 +33,6 @@ from stats.statistics import (
     RatioCovariate,
     RatioStatistic,
 )
-from stats.validation import describe, grid_matrices, normalize, row_problems
 
 logger = logging.getLogger(__name__)
 
@@ -74,7 +74,7 @@ def analyze_table(table: pd.DataFrame, settings: AnalysisSettings | None = None)
     """Like :func:`analyze` but returns the bad-row messages instead of logging them.
 
     Raises:
-        stats.validation.SchemaError: a required column is missing.
+        stats.inputs.SchemaError: a required column is missing.
     """
     s = settings or AnalysisSettings()
     df = normalize(table, REQUIRED_COLUMNS)
@@ -204,7 +204,7 @@ def _compute(
             else:
                 ctl = linearize(_statistic(pairs, k, "c", m, False))
                 trt = linearize(_statistic(pairs, k, "t", m, False))
-            test = "welch" if k == "mean" else "z"
+            test = "z" if k == "proportion" or s.reference == "z" else "welch"
             _scatter(cols, m, compare(ctl, trt, s.alpha, test, s.relative_ci))
     out = pairs[[*GROUP_COLUMNS, "metric_kind", "is_guardrail"]].copy()
     out["quantile_p"] = pairs["quantile_p_c"].where(pairs["metric_kind"] == "quantile")
@@ -239,10 +239,12 @@ def _finish(res: pd.DataFrame, s: AnalysisSettings) -> pd.DataFrame:
     res["p_value_adjusted"] = adj
     res["correction_method"] = np.where(guard, s.guardrail_correction, s.correction)
     res["is_significant"] = adj < s.alpha
-    _sequential(res, s)
+    plan = _plan(res, s)
+    _sequential(res, s, plan)
     res["mde_abs"] = power.mde(res["se_abs"].to_numpy() ** 2, s.alpha, s.target_power)
     with np.errstate(divide="ignore", invalid="ignore"):
         res["mde_rel"] = res["mde_abs"] / res["value_control"].abs()
+    _power_columns(res, s, plan)
     res["relative_method"] = s.relative_ci
     res["alpha"] = s.alpha
     nonfinite = ~np.isfinite(res["p_value"].to_numpy(float))
@@ -254,6 +256,7 @@ def _finish(res: pd.DataFrame, s: AnalysisSettings) -> pd.DataFrame:
         "quantile_grid_extrapolated": (res["_grid_flag"].to_numpy() & 1).astype(bool),
         "quantile_window_widened": (res["_grid_flag"].to_numpy() & 2).astype(bool),
         "not_computable": nonfinite,
+        "sequential_past_plan": plan.past_plan,
     }
     text = np.full(len(res), "", dtype=object)
     for name, mask in flags.items():
@@ -265,7 +268,101 @@ def _finish(res: pd.DataFrame, s: AnalysisSettings) -> pd.DataFrame:
     return res[OUTPUT_COLUMNS].reset_index(drop=True)
 
 
-def _sequential(res: pd.DataFrame, s: AnalysisSettings) -> None:
+@dataclass(frozen=True)
+class _Plan:
+    """Per result row: planned units of each arm of the pair (NaN: no plan), the sequence's
+    N* and level, the target effect, and whether the look is past the planned days."""
+
+    n_control: np.ndarray
+    n_treatment: np.ndarray
+    tuning_n: np.ndarray
+    seq_alpha: np.ndarray
+    target: np.ndarray
+    past_plan: np.ndarray
+
+
+def _plan(res: pd.DataFrame, s: AnalysisSettings) -> _Plan:
+    """The registry's plan of each row's experiment, as planned arm sizes and sequence inputs.
+
+    planned_units_per_arm: arm a plans units x (number of arms) x share_a (``expected_split``;
+    equal split when the experiment is not listed). planned_days alone: each arm's current
+    size times planned_days / days elapsed (unit counts only, never outcomes), at least the
+    current size. N* is the pair's planned total; the level is calibrated to planned_days
+    looks while the look is within the planned days (:func:`calibrated_alpha`).
+    """
+    rows = len(res)
+    nc_plan, nt_plan = np.full(rows, np.nan), np.full(rows, np.nan)
+    looks = np.zeros(rows, np.int64)
+    target = np.full(rows, np.nan)
+    past = np.zeros(rows, bool)
+    exp = res["experiment_id"].to_numpy(dtype=object)
+    nc = res["n_control"].to_numpy(float)
+    nt = res["n_treatment"].to_numpy(float)
+    for eid, p in s.plans.items():
+        m = exp == eid
+        if not m.any():
+            continue
+        if p.target_relative_effect is not None:
+            target[m] = p.target_relative_effect
+        elapsed = None
+        if p.start_date is not None:
+            start = np.datetime64(p.start_date, "D")
+            days = res.loc[m, "as_of_date"].to_numpy().astype("datetime64[D]")
+            elapsed = (days - start).astype(np.int64) + 1.0
+        if p.planned_days is not None and elapsed is not None:
+            within = elapsed <= p.planned_days
+            past[m] = ~within
+            looks[m] = np.where(within, p.planned_days, 0)
+        if p.planned_units_per_arm is not None:
+            split = s.expected_split.get(eid)
+            for side, arr in (("control_arm", nc_plan), ("treatment_arm", nt_plan)):
+                if split:
+                    total = sum(split.values())
+                    share = res.loc[m, side].map(split).to_numpy(float) / total
+                    arr[m] = p.planned_units_per_arm * len(split) * share
+                else:
+                    arr[m] = p.planned_units_per_arm
+        elif p.planned_days is not None and elapsed is not None:
+            factor = np.maximum(p.planned_days / np.maximum(elapsed, 1.0), 1.0)
+            nc_plan[m], nt_plan[m] = nc[m] * factor, nt[m] * factor
+    tuning = np.where(np.isfinite(nc_plan + nt_plan), nc_plan + nt_plan, s.sequential_tuning_n)
+    seq_alpha = np.full(rows, s.seq_alpha)
+    for k in np.unique(looks[looks > 0]):
+        seq_alpha[looks == k] = calibrated_alpha(s.seq_alpha, int(k))
+    return _Plan(nc_plan, nt_plan, tuning, seq_alpha, target, past)
+
+
+def _power_columns(res: pd.DataFrame, s: AnalysisSettings, plan: _Plan) -> None:
+    """MDE of the relative delta now and at the planned size, the power flag, width ratio.
+
+    MDE = (q_{1-alpha/2} + q_{power}) se_rel with q the t quantiles at the comparison's df
+    (normal for z rows): the effect a level-alpha two-sided test detects with probability
+    ``target_power`` (the t form of statsmodels' TTestIndPower to first order). At the planned
+    size se_rel scales by sqrt(current total / planned total) (the split kept) and q is normal.
+    """
+    df = res["df"].to_numpy(float)
+    se_rel = res["se_rel"].to_numpy(float)
+    with np.errstate(invalid="ignore"):
+        mult = sps.t.ppf(1 - s.alpha / 2, df) + sps.t.ppf(s.target_power, df)
+    res["mde_relative"] = mult * se_rel
+    n_now = (res["n_control"] + res["n_treatment"]).to_numpy(float)
+    n_plan = np.maximum(plan.n_control + plan.n_treatment, n_now)
+    z_mult = sps.norm.ppf(1 - s.alpha / 2) + sps.norm.ppf(s.target_power)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        res["mde_relative_planned"] = z_mult * se_rel * np.sqrt(n_now / n_plan)
+    res["target_relative_effect"] = plan.target
+    reach = res["mde_relative_planned"].fillna(res["mde_relative"]).to_numpy(float)
+    with np.errstate(invalid="ignore"):
+        res["is_underpowered"] = (
+            np.isfinite(plan.target) & np.isfinite(reach) & (reach > plan.target)
+        )
+    with np.errstate(invalid="ignore", divide="ignore"):
+        res["sequential_width_ratio"] = (
+            res["seq_ci_abs_upper"] - res["seq_ci_abs_lower"]
+        ).to_numpy(float) / (res["ci_abs_upper"] - res["ci_abs_lower"]).to_numpy(float)
+
+
+def _sequential(res: pd.DataFrame, s: AnalysisSettings, plan: _Plan) -> None:
     """Confidence sequences (absolute and relative), intersected over the table's looks."""
     n_total = (res["n_control"] + res["n_treatment"]).to_numpy(float)
     keys = [
@@ -281,7 +378,9 @@ def _sequential(res: pd.DataFrame, s: AnalysisSettings) -> None:
     for scale in ("abs", "rel"):
         est = res[f"delta_{scale}"].to_numpy(float)
         var = res[f"se_{scale}"].to_numpy(float) ** 2
-        cs = confidence_sequence(est, var, n_total, s.seq_alpha, s.sequential_tuning_n)
+        cs = confidence_sequence(
+            est, var, n_total, plan.seq_alpha, plan.tuning_n, nominal_alpha=s.seq_alpha
+        )
         lo, hi, p = running_intersection(comp_id, day, cs.ci_lower, cs.ci_upper, cs.p_value)
         res[f"seq_ci_{scale}_lower"], res[f"seq_ci_{scale}_upper"] = lo, hi
         if scale == "abs":

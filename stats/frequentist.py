@@ -1,7 +1,10 @@
 """Fixed-horizon two-arm comparisons on linearised arm estimates.
 
-Absolute delta: Welch t (per-unit means) or z (proportions, ratios, quantiles).
-Relative delta: delta method on the ratio of the arms' estimates, or Fieller's interval.
+Absolute delta: Welch t with Welch-Satterthwaite degrees of freedom on the linearised arm
+variances (means, ratios, quantiles; Welch 1947, Satterthwaite 1946), or z (proportions: the
+two-proportion Wald test).
+Relative delta: Fieller's interval (default) or the delta method on the ratio of the arms'
+estimates, both with the same t (or z) critical value as the absolute interval.
 Distributions come from scipy.stats; the formulas are the textbook ones cited inline.
 """
 
@@ -14,22 +17,54 @@ from scipy import stats as sps
 
 from stats._types import Arr
 from stats.results import ArmEstimate, ComparisonResult
-from stats.statistics import MeanStatistic, ProportionStatistic, RatioStatistic
+from stats.statistics import MeanStatistic, ProportionStatistic, RatioStatistic, _cov
 
 RelativeMethod = Literal["delta", "fieller"]
 
 
-def linearize(stat: MeanStatistic | ProportionStatistic | RatioStatistic) -> ArmEstimate:
+def linearize(
+    stat: MeanStatistic | ProportionStatistic | RatioStatistic, small_sample: bool = True
+) -> ArmEstimate:
     """Arm estimate and the variance of that estimate (influence variance / n).
 
     Args:
         stat: a mean, proportion or ratio statistic (scalar or batch).
+        small_sample: for a ratio, use the second-order mean squared error of R_hat
+            (:func:`ratio_second_order`) instead of the first-order delta-method variance.
 
     Returns:
         The arm's :class:`ArmEstimate`.
     """
     with np.errstate(divide="ignore", invalid="ignore"):
-        return ArmEstimate(stat.estimate(), stat.unit_variance() / stat.n, stat.n)
+        variance = stat.unit_variance() / stat.n
+        if small_sample and isinstance(stat, RatioStatistic):
+            variance = ratio_second_order(stat, variance)
+        return ArmEstimate(stat.estimate(), variance, stat.n)
+
+
+def ratio_second_order(stat: RatioStatistic, first_order: Arr) -> Arr:
+    """Second-order mean squared error of R_hat = y_bar / x_bar from the arm's sums.
+
+    With D = y_bar - R x_bar and e = (x_bar - mu_x) / mu_x, R_hat - R = (D / mu_x)(1 - e + e^2
+    - ...), so to order 1/n^2 (Taylor expansion of the ratio estimator, Cochran 1977,
+    "Sampling Techniques", ch. 6; fourth moments by Isserlis' theorem for the sample means)
+
+        E[(R_hat - R)^2] = Var1 (1 + 3 Var(e)) + 6 Cov(D, e)^2 / mu_x^2,
+
+    where Var1 = Var(D) / mu_x^2 is the first-order (delta-method) variance, Var(e) =
+    S_xx / (n x_bar^2) and Cov(D, e) = (S_xy - R S_xx) / (n x_bar). The third-moment term
+    E[D^2 e] needs cubic sums the warehouse does not produce and is left out. The correction
+    matters below a few hundred units with heavy-tailed denominators (the calibration study:
+    ratio coverage at 100 units per arm up by about half a point) and vanishes like 1/n.
+    """
+    n, r = stat.n, stat.estimate()
+    with np.errstate(divide="ignore", invalid="ignore"):
+        xbar = stat.sum_x / n
+        sxx = _cov(stat.sum_x2, stat.sum_x, stat.sum_x, n)
+        sxy = _cov(stat.sum_xy, stat.sum_x, stat.sum_y, n)
+        var_e = sxx / (n * xbar * xbar)
+        cov_de = (sxy - r * sxx) / (n * xbar)
+        return first_order * (1.0 + 3.0 * var_e) + 6.0 * cov_de * cov_de / (xbar * xbar)
 
 
 def welch_df(control: ArmEstimate, treatment: ArmEstimate) -> Arr:
@@ -40,7 +75,7 @@ def welch_df(control: ArmEstimate, treatment: ArmEstimate) -> Arr:
 
 
 def relative_delta(
-    control: ArmEstimate, treatment: ArmEstimate, z: float
+    control: ArmEstimate, treatment: ArmEstimate, z: Arr
 ) -> tuple[Arr, Arr, Arr, Arr]:
     """Lift m_t / m_c - 1 with its delta-method interval (arms independent).
 
@@ -57,9 +92,7 @@ def relative_delta(
     return lift, se, lift - z * se, lift + z * se
 
 
-def fieller_interval(
-    control: ArmEstimate, treatment: ArmEstimate, z: float
-) -> tuple[Arr, Arr, Arr]:
+def fieller_interval(control: ArmEstimate, treatment: ArmEstimate, z: Arr) -> tuple[Arr, Arr, Arr]:
     """Fieller's interval for m_t / m_c - 1 with independent arms (Fieller 1954).
 
     Solves (m_t - rho m_c)^2 = z^2 (V_t + rho^2 V_c) for rho:
@@ -87,7 +120,7 @@ def compare(
     treatment: ArmEstimate,
     alpha: float = 0.05,
     test: Literal["welch", "z"] = "z",
-    relative_method: RelativeMethod = "delta",
+    relative_method: RelativeMethod = "fieller",
 ) -> ComparisonResult:
     """Absolute and relative delta, interval and p-value.
 
@@ -115,11 +148,12 @@ def compare(
     with np.errstate(divide="ignore", invalid="ignore"):
         stat = delta / se
     p_value = 2 * dist.sf(np.abs(stat))
-    z = float(sps.norm.ppf(1 - alpha / 2))
-    lift, se_rel, rlo, rhi = relative_delta(control, treatment, z)
+    # Fieller's theorem with a t critical value (Fieller 1954, JRSS B 16:175-185: t replaces z when
+    # the variances are estimated); the delta-method interval uses the same critical value.
+    lift, se_rel, rlo, rhi = relative_delta(control, treatment, crit)
     unbounded = np.zeros(np.shape(lift), dtype=bool)
     if relative_method == "fieller":
-        rlo, rhi, unbounded = fieller_interval(control, treatment, z)
+        rlo, rhi, unbounded = fieller_interval(control, treatment, crit)
     return ComparisonResult(
         value_control=control.estimate,
         value_treatment=treatment.estimate,

@@ -73,4 +73,6 @@ OUTPUT_COLUMNS = [
     "srm_p_value", "srm_segment_p_value", "is_trustworthy", "flags",
     "method", "relative_method", "df", "cuped_theta", "cuped_variance_reduction",
     "mde_abs", "mde_rel", "alpha",
+    "mde_relative", "mde_relative_planned", "target_relative_effect", "is_underpowered",
+    "sequential_width_ratio",
 ]  # fmt: skip

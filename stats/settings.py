@@ -4,12 +4,32 @@ from __future__ import annotations
 
 import json
 import tomllib
+from datetime import date
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from stats.corrections import Correction
+
+
+class ExperimentPlan(BaseModel):
+    """What an experiment is sized to (from the experiment registry).
+
+    Attributes:
+        start_date: first day of the experiment (day 1 of ``planned_days``).
+        planned_units_per_arm: units per arm at the planned end; with an unequal split the
+            planned total is this x the number of arms, shared by ``expected_split``.
+        planned_days: days of daily analysis; the planned number of looks of the sequence.
+        target_relative_effect: the relative effect every metric should be able to detect.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    start_date: date | None = None
+    planned_units_per_arm: float | None = Field(None, gt=1.0)
+    planned_days: int | None = Field(None, gt=0)
+    target_relative_effect: float | None = Field(None, gt=0.0)
 
 
 class AnalysisSettings(BaseModel):
@@ -23,6 +43,9 @@ class AnalysisSettings(BaseModel):
         guardrail_metrics: metric names treated as guardrails in addition to rows whose
             ``is_guardrail`` is true.
         relative_ci: "delta" or "fieller" interval for the relative delta.
+        reference: "t": Welch t with Welch-Satterthwaite df for means, ratios and quantiles
+            (proportions always use z); "z": the standard normal for every kind (the
+            large-sample reference, kept for the calibration study's comparison).
         cuped: use the covariate columns when present.
         quantile_window: window of the outer CI over which the quantile function's slope
             is read (see :func:`stats.quantile.quantile_arm`).
@@ -36,7 +59,9 @@ class AnalysisSettings(BaseModel):
         expected_split: experiment_id -> arm -> weight; experiments not listed: equal split.
         sequential_alpha: level of the confidence sequence (default: ``alpha``).
         sequential_tuning_n: mixing parameter N* of the normal-mixture confidence sequence,
-            in total units (both arms): the sample size where it is tightest.
+            in total units (both arms), for experiments without a plan in ``plans``.
+        plans: experiment_id -> :class:`ExperimentPlan`; sizes the sequence (N* and the number
+            of looks), the planned MDE and the power flag (docs/stats.md, "Plan").
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -46,7 +71,8 @@ class AnalysisSettings(BaseModel):
     correction: Correction = "bh"
     guardrail_correction: Correction = "bh"
     guardrail_metrics: frozenset[str] = frozenset()
-    relative_ci: Literal["delta", "fieller"] = "delta"
+    relative_ci: Literal["delta", "fieller"] = "fieller"
+    reference: Literal["t", "z"] = "t"
     cuped: bool = True
     quantile_window: Literal["clustered", "iid"] = "clustered"
     srm_alpha: float = Field(0.001, gt=0.0, lt=1.0)
@@ -56,6 +82,7 @@ class AnalysisSettings(BaseModel):
     expected_split: dict[str, dict[str, float]] = Field(default_factory=dict)
     sequential_alpha: float | None = Field(None, gt=0.0, lt=1.0)
     sequential_tuning_n: float = Field(100_000.0, gt=0.0)
+    plans: dict[str, ExperimentPlan] = Field(default_factory=dict)
 
     @property
     def seq_alpha(self) -> float:

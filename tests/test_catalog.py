@@ -8,6 +8,9 @@ from quicexp.catalog import catalog_status, is_listening, start_derby, stop_derb
 from quicexp.config import ConfigError, load_settings
 from tests.conftest import free_port
 
+# These start Derby network servers (JVMs) themselves, without the session fixtures.
+pytestmark = pytest.mark.spark
+
 
 def test_a_second_home_on_the_same_port_gets_a_one_line_error_and_leaves_the_server_alone(tmp_path):
     port = free_port()

@@ -69,6 +69,7 @@ BAD_ENV = {"QUICEXP_SPARK__SHUFFLE_PARTITIONS": "many"}
         (["simulate", "aa", "--format", "bogus"], {}, 2, "--format"),
         (["stats", "/missing.csv", "out.csv"], {}, 3, "input file not found"),
         (["ingest-qlog", "--date", "soon"], {}, 2, "bad day"),
+        (["lab", "--config", "/no/such/lab.yaml"], {}, 2, "lab.yaml"),
         (["serve", "status"], BAD_ENV, 2, "bad configuration"),
         (["superset", "status"], BAD_ENV, 2, "bad configuration"),
     ],

@@ -1,32 +1,48 @@
 """qlog files of one upload day → ``bronze.qlog_connections`` (one row per connection and vantage point).
 
-Landing layout (docs/ingestion.md): ``<landing>/upload_date=D/qlog/<odcid>.qlog[.gz]`` (or
-``.sqlog``, JSON-SEQ) as written by a QUIC stack's qlog logger (aioquic's
-``QuicFileLogger`` names files by the original destination connection id), plus the sidecar
-``_connections.jsonl``: one JSON object per connection the client opened, ``{"odcid": hex,
-"client_id": ..., "session_id": ..., "platform": ..., "network_type": ..., "experiments":
-{experiment_id: arm}}``. The client writes the sidecar when it opens the connection (it
-knows the ODCID and its experiment assignments, the same map every telemetry event carries),
-and the ODCID is the join key.
+Landing layout (docs/qlog.md): every file under ``<landing>/upload_date=D/qlog/``, at any depth,
+is a trace file — ``.qlog`` / ``.sqlog`` (JSON or JSON-SEQ), optionally gzip — except the sidecars
+``_connections.jsonl[.gz]`` (any depth), one JSON object per connection the client opened:
+``{"odcid": hex, "client_id": ..., "session_id": ..., "platform": ..., "network_type": ...,
+"experiments": {experiment_id: arm}, "opened_at": ISO-8601 or epoch ms (optional),
+"condition": the lab's network condition (optional)}``. The
+natural layout is ``qlog/client/*.qlog.gz`` + ``qlog/server/*.qlog.gz``: aioquic names both
+ends of a connection ``<ODCID>.qlog``, so they cannot share a folder. The ODCID (qlog
+``common_fields.ODCID``, or ``group_id``) is the join key.
 
-Like the event ingest: a day replaces its own rows (``upload_date = D``) in one commit per
-table; a trace that cannot be parsed or has no mapping goes to ``bronze.quarantine`` (kind
-``qlog``) with its reason; a second trace of the same ODCID and vantage point in the day is
-a duplicate; ``bronze.ingest_audit`` counts read = loaded + quarantined + duplicate per file.
+The job lists the files itself (Spark's binary-file reader skips zero-length files and
+``spark.read`` expands glob characters in names) and opens them on the executors. Every file
+ends as rows read = loaded + quarantined + duplicate in ``bronze.ingest_audit`` (kind ``qlog``):
+
+* a trace is quarantined with its reason: ``empty_file``, ``unreadable_file``,
+  ``unrecognised_file``, ``unreadable_qlog``, ``malformed_qlog``, ``unsupported_qlog_version``,
+  ``no_trace``, ``no_events``, ``missing_odcid``, ``unmapped_connection``, ``too_late``,
+  ``clock_skew_future``;
+* a sidecar line is loaded (used as a mapping), quarantined (``malformed_sidecar_line``,
+  ``invalid_sidecar_line``, ``ambiguous_odcid``) or a duplicate (the same mapping again);
+* a second copy of a trace (same ODCID and vantage point) is a duplicate, by the events' rule
+  (jobs/ingest/dedup.py): the copy from the earliest upload day wins, then the first file; the
+  id ledger ``bronze.ingest_event_ids`` (kind ``qlog``, id ``<odcid>/<vantage point>``) carries
+  the earlier days, and re-ingesting a day re-ingests the later days whose duplicates it changed.
+
+A day replaces its own rows (``upload_date = D``). A day with no qlog file and no sidecar costs
+one catalog look-up when it had none before; when it had some, its rows are removed.
 """
 
 from __future__ import annotations
 
+import gzip
 import json
 import logging
+import os
 import time
-from dataclasses import dataclass
-from datetime import date
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from jobs.delta_io import ensure_schema, ensure_table, qualified, replace_where
-from jobs.ingest import tables
+from jobs.ingest import dedup, tables
 from jobs.ingest.landing import LandingError, day_dir
 from quicexp.config import Settings
 
@@ -39,25 +55,32 @@ KIND = "qlog"
 TABLE = "qlog_connections"
 FOLDER = "qlog"
 MAPPING_FILE = "_connections.jsonl"
+MAPPING_FILES = (MAPPING_FILE, MAPPING_FILE + ".gz")
 QLOG_SUFFIXES = (".qlog", ".qlog.gz", ".sqlog", ".sqlog.gz")
+VANTAGE_FOLDERS = ("client", "server")
+RAW_TEXT_LIMIT = 4096
 
 PARSED_DDL = (
     "source_file string, trace_index int, reason string, qlog_version string, odcid string, vantage_point string, "
-    "started_at timestamp, duration_ms double, srtt_ms double, min_rtt_ms double, latest_rtt_ms double, "
-    "rtt_variance_ms double, cwnd_bytes bigint, max_cwnd_bytes bigint, packets_sent bigint, "
-    "packets_received bigint, packets_lost bigint, bytes_sent bigint, bytes_received bigint"
+    "started_at timestamp, duration_ms double, srtt_ms double, srtt_median_ms double, min_rtt_ms double, "
+    "latest_rtt_ms double, rtt_variance_ms double, rtt_samples bigint, cwnd_bytes bigint, max_cwnd_bytes bigint, "
+    "packets_sent bigint, packets_received bigint, packets_lost bigint, packets_dropped bigint, "
+    "bytes_sent bigint, bytes_received bigint, datagrams_sent bigint, datagrams_received bigint, "
+    "handshake_ms double, file_mtime timestamp, vantage_hint string"
 )
 MAPPING_DDL = (
     "odcid string, client_id string, session_id string, platform string, network_type string, "
-    "experiments map<string,string>"
+    "experiments map<string,string>, opened_at timestamp, network_condition string"
 )
 STATS = (
     "started_at", "duration_ms", "srtt_ms", "min_rtt_ms", "latest_rtt_ms", "rtt_variance_ms", "cwnd_bytes",
     "max_cwnd_bytes", "packets_sent", "packets_received", "packets_lost", "bytes_sent", "bytes_received",
+    # added with the second stack (older tables get them by ALTER TABLE ADD COLUMNS)
+    "srtt_median_ms", "rtt_samples", "datagrams_sent", "datagrams_received", "packets_dropped", "handshake_ms",
 )
 TABLE_COLUMNS = (
     "odcid", "vantage_point", "client_id", "session_id", "platform", "network_type", "experiments", *STATS,
-    "qlog_version", "event_date", "upload_date", "source_file",
+    "qlog_version", "event_date", "upload_date", "source_file", "started_at_source", "network_condition",
 )
 
 
@@ -66,139 +89,300 @@ class QlogSummary:
     day: date
     files: int
     counts: dict[str, int]
+    cascaded: list[date] = field(default_factory=list)
+    seconds: float = 0.0
 
 
-def qlog_files(settings: Settings, day: date) -> tuple[list[Path], Path | None]:
-    """The day's qlog files and its mapping sidecar (``None`` when absent); errors as one line."""
+@dataclass(frozen=True)
+class QlogLanding:
+    """What the day's ``qlog/`` folder holds: trace files (with a vantage hint), sidecars, others."""
+
+    traces: tuple[tuple[Path, str | None], ...] = ()
+    sidecars: tuple[Path, ...] = ()
+    unrecognised: tuple[Path, ...] = ()
+
+    @property
+    def files(self) -> int:
+        return len(self.traces) + len(self.sidecars) + len(self.unrecognised)
+
+
+def _uri(path: Path) -> str:
+    return path.absolute().as_uri()
+
+
+def list_landing(settings: Settings, day: date) -> QlogLanding:
+    """Every file under the day's ``qlog/`` folder, at any depth (no glob, no skipped names).
+
+    A missing day folder is an error (the data has not arrived); a day folder without ``qlog/``
+    is a day without qlog.
+    """
     folder = day_dir(settings.landing_root, day)
     if not folder.is_dir():
         raise LandingError(f"no landing data for {day.isoformat()}: {folder} does not exist")
-    qdir = folder / FOLDER
-    files = sorted(p for p in qdir.glob("*") if p.is_file() and not p.name.startswith(("_", ".")))
-    unknown = [p for p in files if not p.name.endswith(QLOG_SUFFIXES)]
-    if unknown:
-        raise LandingError(f"unrecognised file in landing zone: {unknown[0]}")
-    for path in files:
+    root = folder / FOLDER
+    traces, sidecars, other = [], [], []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames.sort()
+        here = Path(dirpath)
+        hint = next((part for part in reversed(here.relative_to(root).parts) if part in VANTAGE_FOLDERS), None)
+        for name in sorted(filenames):
+            path = here / name
+            if name in MAPPING_FILES:
+                sidecars.append(path)
+            elif name.endswith(QLOG_SUFFIXES):
+                traces.append((path, hint))
+            else:
+                other.append(path)
+    return QlogLanding(tuple(traces), tuple(sidecars), tuple(other))
+
+
+def qlog_files(settings: Settings, day: date) -> tuple[list[Path], list[Path]]:
+    """The day's trace files and sidecars (kept for the CLI's check before a JVM starts)."""
+    landing = list_landing(settings, day)
+    return [p for p, _ in landing.traces], list(landing.sidecars)
+
+
+# ---------------------------------------------------------------------------------------------
+# sidecar (driver side: a short line per connection)
+
+
+def _timestamp(value) -> datetime | None:
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 1e12:
+        return datetime.fromtimestamp(value / 1000.0, tz=UTC)
+    if isinstance(value, str):
         try:
-            with open(path, "rb"):
-                pass
-        except OSError as exc:
-            raise LandingError(f"cannot read landing file {path}: {exc.strerror}") from None
-    mapping = qdir / MAPPING_FILE
-    return files, mapping if mapping.is_file() else None
+            parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            return None
+        return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+    return None
 
 
-def _parsed(spark: SparkSession, files: list[Path]) -> DataFrame:
+def _sidecar_line(line: str) -> tuple[dict | None, str | None]:
+    """``(mapping, None)`` for a usable sidecar line, ``(None, reason)`` otherwise."""
+    try:
+        obj = json.loads(line)
+    except json.JSONDecodeError:
+        return None, "malformed_sidecar_line"
+    if not (isinstance(obj, dict) and isinstance(obj.get("odcid"), str) and obj["odcid"]
+            and isinstance(obj.get("client_id"), str) and obj["client_id"]):
+        return None, "invalid_sidecar_line"
+    experiments = obj.get("experiments") if isinstance(obj.get("experiments"), dict) else None
+    return {
+        "odcid": obj["odcid"].lower(), "client_id": obj["client_id"],
+        **{k: obj.get(k) if isinstance(obj.get(k), str) else None for k in ("session_id", "platform", "network_type")},
+        "experiments": {str(k): str(v) for k, v in experiments.items()} if experiments else None,
+        "opened_at": _timestamp(obj.get("opened_at")),
+        "network_condition": obj.get("condition") if isinstance(obj.get("condition"), str) else None,
+    }, None
+
+
+@dataclass
+class SidecarResult:
+    mappings: list[dict] = field(default_factory=list)
+    quarantine: list[dict] = field(default_factory=list)
+    audit: list[dict] = field(default_factory=list)
+
+
+def read_sidecars(paths: list[Path] | tuple[Path, ...], day: date) -> SidecarResult:
+    """Mappings from the sidecar lines; every non-blank line loaded, quarantined or a duplicate.
+
+    An ODCID that two lines map to different clients is ambiguous: all its lines are
+    quarantined (``ambiguous_odcid``) and its traces stay unmapped.
+    """
+    result = SidecarResult()
+    parsed: list[tuple[str, int, str, dict | None, str | None]] = []  # (file, line no, text, mapping, reason)
+    for path in paths:
+        uri = _uri(path)
+        try:
+            data = path.read_bytes()
+            text = (gzip.decompress(data) if data[:2] == b"\x1f\x8b" else data).decode("utf-8")
+        except (OSError, EOFError, UnicodeDecodeError) as exc:
+            parsed.append((uri, 0, "", None, "unreadable_file"))
+            log.warning("qlog sidecar %s unreadable: %s", path, exc)
+            continue
+        for number, line in enumerate(text.splitlines(), start=1):
+            if line.strip():
+                parsed.append((uri, number, line, *_sidecar_line(line)))
+    clients: dict[str, set[str]] = {}
+    for _, _, _, mapping, _ in parsed:
+        if mapping:
+            clients.setdefault(mapping["odcid"], set()).add(mapping["client_id"])
+    seen: set[str] = set()
+    counts: dict[str, dict[str, int]] = {}
+    for uri, number, line, mapping, reason in parsed:
+        c = counts.setdefault(uri, dict.fromkeys(tables.AUDIT_COUNTS, 0))
+        c["rows_read"] += 1
+        if mapping and len(clients[mapping["odcid"]]) > 1:
+            reason = "ambiguous_odcid"
+        if reason:
+            c["rows_quarantined"] += 1
+            result.quarantine.append({
+                "kind": KIND, "upload_date": day, "source_file": uri,
+                "event_id": mapping["odcid"] if mapping else f"line {number}", "reason": reason,
+                "raw_text": line[:RAW_TEXT_LIMIT] or None})
+        elif mapping["odcid"] in seen:
+            c["rows_duplicate"] += 1
+        else:
+            seen.add(mapping["odcid"])
+            c["rows_loaded"] += 1
+            result.mappings.append(mapping)
+    for path in paths:  # an empty sidecar is read, with nothing in it
+        counts.setdefault(_uri(path), dict.fromkeys(tables.AUDIT_COUNTS, 0))
+    result.audit = [{"kind": KIND, "upload_date": day, "source_file": uri, **c} for uri, c in counts.items()]
+    return result
+
+
+# ---------------------------------------------------------------------------------------------
+# traces (executor side)
+
+
+def _parsed(spark: SparkSession, landing: QlogLanding) -> DataFrame:
     from pyspark.sql.types import _parse_datatype_string
 
     schema = _parse_datatype_string(PARSED_DDL)
-    if not files:
-        return spark.createDataFrame([], schema)
     names = schema.fieldNames()
+    work = [(str(p), _uri(p), hint, None) for p, hint in landing.traces]
+    work += [(str(p), _uri(p), None, "unrecognised_file") for p in landing.unrecognised]
+    if not work:
+        return spark.createDataFrame([], schema)
 
-    def rows(record):
-        from jobs.qlog.parse import parse_file
+    def rows(item):
+        from jobs.qlog.parse import parse_path
 
-        for row in parse_file(record.path, bytes(record.content)):
+        path, uri, hint, reason = item
+        found = [{"source_file": uri, "trace_index": 0, "reason": reason}] if reason else parse_path(path, uri)
+        for row in found:
+            row["vantage_hint"] = hint
             yield tuple(row.get(n) for n in names)
 
-    binary = spark.read.format("binaryFile").load([str(p) for p in files])
-    return spark.createDataFrame(binary.rdd.flatMap(rows), schema)
+    slices = max(1, min(len(work), spark.sparkContext.defaultParallelism * 4))
+    return spark.createDataFrame(spark.sparkContext.parallelize(work, slices).flatMap(rows), schema)
 
 
-def read_mapping(path: Path | None) -> list[dict]:
-    """The sidecar's usable lines (objects with a string ``odcid`` and ``client_id``), ODCIDs lower-cased.
-
-    Read on the driver: Spark's file sources skip names starting with ``_``, and the sidecar is
-    one short line per connection. A line that is not usable maps nothing, so its connections
-    are quarantined as ``unmapped_connection`` rather than lost.
-    """
-    if path is None:
-        return []
-    rows = []
-    for line in path.read_text().splitlines():
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(obj, dict) and isinstance(obj.get("odcid"), str) and isinstance(obj.get("client_id"), str):
-            experiments = obj.get("experiments") if isinstance(obj.get("experiments"), dict) else None
-            rows.append({
-                "odcid": obj["odcid"].lower(), "client_id": obj["client_id"],
-                **{k: obj.get(k) if isinstance(obj.get(k), str) else None
-                   for k in ("session_id", "platform", "network_type")},
-                "experiments": {str(k): str(v) for k, v in experiments.items()} if experiments else None,
-            })
-    return rows
-
-
-def _mapping(spark: SparkSession, path: Path | None) -> DataFrame:
-    """ODCID → client; an ODCID mapped to two different clients is left unmapped (ambiguous)."""
-    from pyspark.sql import functions as F
-    from pyspark.sql.types import _parse_datatype_string
-
-    raw = spark.createDataFrame(read_mapping(path), _parse_datatype_string(MAPPING_DDL))
-    return (
-        raw.groupBy("odcid")
-        .agg(F.count_distinct("client_id").alias("_clients"), *[F.first(c, ignorenulls=True).alias(c)
-             for c in ("client_id", "session_id", "platform", "network_type", "experiments")])
-        .where(F.col("_clients") == 1)
-        .drop("_clients")
-    )
-
-
-def classify(parsed: DataFrame, mapping: DataFrame, day: date) -> DataFrame:
-    """Add ``status`` and the final ``reason``: parse errors, then unmapped, then duplicates."""
+def classify(parsed: DataFrame, mapping: DataFrame, day: date, settings: Settings | None = None,
+             earlier: DataFrame | None = None) -> DataFrame:
+    """Add ``status`` and the final ``reason``: parse errors, unmapped, clock, then duplicates."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    joined = parsed.join(mapping, on="odcid", how="left").withColumn(
-        "reason", F.coalesce("reason", F.when(F.col("client_id").isNull(), F.lit("unmapped_connection")))
+    lookback = settings.ingest.lookback_days if settings else 3
+    tolerance = settings.ingest.future_tolerance_minutes if settings else 10
+    vantage = F.coalesce("vantage_point", "vantage_hint")
+    opened = F.col("opened_at")
+    from_file = F.timestamp_millis(F.unix_millis("file_mtime") - F.col("duration_ms").cast("bigint"))
+    joined = (
+        parsed.join(mapping, on="odcid", how="left")
+        .withColumn("vantage_point", vantage)
+        .withColumn("started_at_source", F.when(F.col("reason").isNull(), F.when(F.col("started_at").isNotNull(), "trace")
+                    .when(opened.isNotNull(), "sidecar").when(F.col("file_mtime").isNotNull(), "file_time")))
+        .withColumn("started_at", F.coalesce("started_at", opened, from_file))
     )
-    order = Window.partitionBy("odcid", "vantage_point").orderBy("source_file", "trace_index")
-    rank = F.when(F.col("reason").isNull(), F.row_number().over(order))
+    end_of_day = F.lit(datetime.combine(day, datetime.min.time())) + F.expr(f"INTERVAL 1 DAY {tolerance} MINUTES")
+    reason = F.coalesce(
+        "reason",
+        F.when(F.col("client_id").isNull(), F.lit("unmapped_connection")),
+        F.when(F.col("started_at") >= end_of_day, F.lit("clock_skew_future")),
+        F.when(F.to_date("started_at") < F.date_sub(F.lit(day), lookback), F.lit("too_late")),
+    )
+    joined = joined.withColumn("reason", reason).withColumn(
+        "event_id", F.when(F.col("reason").isNull(), F.concat_ws("/", "odcid", F.coalesce("vantage_point", F.lit("")))))
+    valid = F.col("reason").isNull()
+    order = Window.partitionBy("event_id").orderBy("source_file", "trace_index")
+    ranked = joined.withColumn("_rank", F.when(valid, F.row_number().over(order)))
+    if earlier is not None:
+        seen = earlier.where(F.col("kind") == KIND).select("event_id", F.lit(True).alias("_seen"))
+        ranked = ranked.join(seen, on="event_id", how="left")
+    else:
+        ranked = ranked.withColumn("_seen", F.lit(None).cast("boolean"))
     status = (
-        F.when(F.col("reason").isNotNull(), F.lit("quarantined"))
-        .when(rank > 1, F.lit("duplicate"))
-        .otherwise(F.lit("loaded"))
+        F.when(~valid, F.lit(dedup.QUARANTINED))
+        .when((F.col("_rank") > 1) | F.col("_seen").isNotNull(), F.lit(dedup.DUPLICATE))
+        .otherwise(F.lit(dedup.LOADED))
     )
     return (
-        joined.withColumn("status", status)
+        ranked.withColumn("status", status)
         .withColumn("event_date", F.to_date("started_at"))
         .withColumn("upload_date", F.lit(day))
+        .drop("_rank", "_seen")
     )
 
 
-def run(spark: SparkSession, settings: Settings, day: date) -> QlogSummary:
-    """Ingest the qlog files of upload day ``day`` (replacing that day's rows)."""
-    from pyspark import StorageLevel
+def _evolve(spark: SparkSession, target: str, struct) -> None:
+    """Add the columns ``struct`` has and the table lacks (tables created before they existed)."""
+    have = {f.name.lower() for f in spark.table(target).schema.fields}
+    missing = [f for f in struct.fields if f.name.lower() not in have]
+    if missing:
+        columns = ", ".join(f"{f.name} {f.dataType.simpleString()}" for f in missing)
+        spark.sql(f"ALTER TABLE {target} ADD COLUMNS ({columns})")
+
+
+def _had_rows(spark: SparkSession, settings: Settings, day: date) -> bool:
+    """Whether a past ingest of ``day`` left qlog audit rows (and so rows to remove)."""
     from pyspark.sql import functions as F
 
+    audit = qualified(settings.bronze_schema, tables.AUDIT)
+    if not spark.catalog.tableExists(audit):
+        return False
+    return bool(spark.table(audit).where((F.col("upload_date") == F.lit(day)) & (F.col("kind") == KIND))
+                .limit(1).collect())
+
+
+def run(spark: SparkSession, settings: Settings, day: date, *, cascade: bool = True) -> QlogSummary:
+    """Ingest the qlog files of upload day ``day`` (replacing that day's rows); see the module docstring."""
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import _parse_datatype_string
+
     started = time.monotonic()
-    files, mapping_path = qlog_files(settings, day)
+    landing = list_landing(settings, day)
+    zero = dict.fromkeys(tables.AUDIT_COUNTS, 0)
+    if landing.files == 0 and not _had_rows(spark, settings, day):
+        log.info("qlog %s: no qlog files, nothing to do (%.1fs)", day, time.monotonic() - started)
+        return QlogSummary(day=day, files=0, counts=zero, seconds=time.monotonic() - started)
+
     schema = settings.bronze_schema
     ensure_schema(spark, schema)
     tables.ensure_tables(spark, settings, ())
     target = qualified(schema, TABLE)
-    classified = classify(_parsed(spark, files), _mapping(spark, mapping_path), day).persist(StorageLevel.MEMORY_AND_DISK)
+    audit_table = qualified(schema, tables.AUDIT)
+    ledger_table = qualified(schema, tables.LEDGER)
+    mine = (F.col("upload_date") == F.lit(day)) & (F.col("kind") == KIND)
+
+    side = read_sidecars(landing.sidecars, day)
+    mapping = spark.createDataFrame(side.mappings, _parse_datatype_string(MAPPING_DDL))
+    later = dedup.later_ingested_days(spark, settings, day, audit_table) if cascade else []
+    old_ids = spark.table(ledger_table).where(mine).localCheckpoint(eager=True) if later else None
+    earlier = dedup.earlier_ids(spark, settings, day).where(F.col("kind") == KIND).persist(StorageLevel.MEMORY_AND_DISK)
+    classified = classify(_parsed(spark, landing), mapping, day, settings, earlier).persist(StorageLevel.MEMORY_AND_DISK)
     try:
-        ensure_table(spark, target, classified.select(*TABLE_COLUMNS).schema, tables.BRONZE_PARTITIONS)
-        audit = tables.audit_rows(classified, KIND, day).collect()
-        mine = (F.col("upload_date") == F.lit(day)) & (F.col("kind") == KIND)
-        replace_where(classified.where(F.col("status") == "loaded").select(*TABLE_COLUMNS), target,
+        rows = classified.select(*TABLE_COLUMNS)
+        ensure_table(spark, target, rows.schema, tables.BRONZE_PARTITIONS)
+        _evolve(spark, target, rows.schema)
+        audit = [r.asDict() for r in tables.audit_rows(classified, KIND, day).collect()] + side.audit
+        replace_where(classified.where(F.col("status") == dedup.LOADED).select(*TABLE_COLUMNS), target,
                       F.col("upload_date") == F.lit(day))
-        replace_where(
-            classified.where(F.col("status") == "quarantined").select(
-                F.lit(KIND).alias("kind"), "upload_date", "source_file", F.col("odcid").alias("event_id"), "reason",
-                F.lit(None).cast("string").alias("raw_text")),
-            qualified(schema, tables.QUARANTINE), mine)
-        replace_where(spark.createDataFrame(audit, tables.side_struct(tables.AUDIT_DDL)),
-                      qualified(schema, tables.AUDIT), mine)
+        quarantine = classified.where(F.col("status") == dedup.QUARANTINED).select(
+            F.lit(KIND).alias("kind"), "upload_date", "source_file",
+            F.coalesce("odcid", F.concat(F.lit("trace "), F.col("trace_index").cast("string"))).alias("event_id"),
+            "reason", F.lit(None).cast("string").alias("raw_text"))
+        if side.quarantine:
+            quarantine = quarantine.unionByName(spark.createDataFrame(side.quarantine, tables.side_struct(tables.QUARANTINE_DDL)))
+        replace_where(quarantine, qualified(schema, tables.QUARANTINE), mine)
+        new_ids = dedup.ledger_rows(classified, KIND)
+        replace_where(new_ids, ledger_table, mine)
+        replace_where(spark.createDataFrame(audit, tables.side_struct(tables.AUDIT_DDL)), audit_table, mine)
+        affected = dedup.affected_later_days(spark, settings, day, old_ids, new_ids, later) if later else []
     finally:
         classified.unpersist()
+        earlier.unpersist()
     counts = {key: sum(int(r[key]) for r in audit) for key in tables.AUDIT_COUNTS}
-    seconds = time.monotonic() - started
-    log.info("qlog %s: %d files, %d traces read, loaded %d, quarantined %d, duplicate %d in %.1fs",
-             day, len(files), counts["rows_read"], counts["rows_loaded"], counts["rows_quarantined"],
-             counts["rows_duplicate"], seconds)
-    return QlogSummary(day=day, files=len(files), counts=counts)
+    summary = QlogSummary(day=day, files=landing.files, counts=counts, seconds=time.monotonic() - started)
+    log.info("qlog %s: %d files, %d traces and sidecar lines read, loaded %d, quarantined %d, duplicate %d in %.1fs",
+             day, landing.files, counts["rows_read"], counts["rows_loaded"], counts["rows_quarantined"],
+             counts["rows_duplicate"], summary.seconds)
+    for later_day in affected:
+        log.info("qlog %s changed cross-day duplicates of upload day %s: re-ingesting it", day, later_day)
+        run(spark, settings, later_day, cascade=False)
+        summary.cascaded.append(later_day)
+    return summary

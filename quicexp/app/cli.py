@@ -1,8 +1,8 @@
 """The ``quicexp`` command line: one entry point, one subcommand per pipeline step.
 
 Every step that needs Spark builds the session once (Delta + shared catalog) and calls a
-job's ``run(spark, settings, day)``. Errors a user can fix are one line on stderr and a
-non-zero exit, never a traceback.
+job's ``run(spark, settings, day)``. Errors are one line on stderr with the exit code of their
+kind (:mod:`quicexp.errors`), never a traceback; logs go to ``<home>/logs``.
 """
 
 from __future__ import annotations
@@ -41,7 +41,9 @@ DayOption = Annotated[str, typer.Option("--date", "-d", help="Logical day, YYYY-
 
 
 def _settings() -> Settings:
-    return load_settings()
+    settings = load_settings()
+    log_to_file(settings)
+    return settings
 
 
 def _spark(settings: Settings, app_name: str):
@@ -95,8 +97,11 @@ def catalog_status_cmd() -> None:
 def ingest(day: DayOption) -> None:
     """Load one upload day from the landing zone into bronze Delta tables."""
     import jobs.ingest
+    from jobs.ingest.landing import find_batches
+    from quicexp import telemetry
 
     settings, d = _settings(), parse_day(day)
+    find_batches(settings.landing_root, d, telemetry.EVENT_KINDS)  # landing errors before a JVM starts
     summary = jobs.ingest.run(_spark(settings, "quicexp-ingest"), settings, d)
     typer.echo(
         f"ingest {d}: read {summary.total('rows_read')}, loaded {summary.total('rows_loaded')}, "
@@ -171,6 +176,8 @@ def run_day(day: DayOption) -> None:
     from quicexp.app.daily import run_day as pipeline_run_day
 
     settings, d = _settings(), parse_day(day)
+    CONSOLE_FILTER.progress = ("quicexp",)  # one line per stage; the jobs' detail in the log
+    typer.echo(f"logs: {settings.home / 'logs'} (quicexp.log, spark.log, dbt.log)")
     outcome = pipeline_run_day(_spark(settings, "quicexp-daily"), settings, d)
     for path in outcome.reports:
         typer.echo(f"report: {path}")
@@ -241,6 +248,8 @@ def demo(
 
     settings = _settings()
     load_registry(settings.registry_file).get(EXPERIMENT)  # fail early if the registry lost the experiment
+    CONSOLE_FILTER.progress = ("quicexp",)  # one line per day and stage; the jobs' detail in the log
+    typer.echo(f"logs: {settings.home / 'logs'} (quicexp.log, spark.log, dbt.log)")
     # Simulate before the JVM starts: the simulator's worker processes must not inherit
     # the Py4J gateway's socket.
     first = simulate(settings, days, clients)
@@ -250,6 +259,7 @@ def demo(
 
 def _register_commands() -> None:
     """The subcommands whose implementation lives beside the application (quicexp.app.*)."""
+    from quicexp.app.commands.lab import lab_command
     from quicexp.app.commands.qlog import qlog_command
     from quicexp.app.commands.simulate import simulate
     from quicexp.app.commands.stats import stats_command
@@ -259,6 +269,7 @@ def _register_commands() -> None:
     app.command("simulate", help="Generate landing-zone telemetry from a simulator scenario.")(simulate)
     app.command("stats", help="Run the statistics engine on a sufficient-statistics file.")(stats_command)
     app.command("ingest-qlog", help="Load one upload day's qlog files into bronze.qlog_connections.")(qlog_command)
+    app.command("lab", help="Run a real-stack A/B experiment (ngtcp2, aioquic) into the landing zone.")(lab_command)
     app.add_typer(serve_app, name="serve")
     app.add_typer(superset_app, name="superset")
 
@@ -266,15 +277,46 @@ def _register_commands() -> None:
 _register_commands()
 
 
+class _ConsoleFilter(logging.Filter):
+    """What reaches the console: progress (INFO) of the loggers in ``progress``, and warnings
+    of everyone but the per-row messages that a step summarises in one line (``summarised``).
+    Everything also goes to ``<home>/logs/quicexp.log``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.progress: tuple[str, ...] = ("quicexp", "jobs", "simulation")
+        self.summarised: tuple[str, ...] = ("stats.engine",)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.name.startswith(self.summarised) and record.levelno < logging.ERROR:
+            return False
+        return record.levelno >= logging.WARNING or record.name.startswith(self.progress)
+
+
+CONSOLE_FILTER = _ConsoleFilter()
+
+
 def configure_logging() -> None:
-    """The jobs' per-stage progress lines (counts, rates) on stderr; Spark's bridges quiet."""
+    """Progress lines (counts, seconds, rates) on stderr; Spark's Python bridges quiet."""
     from rich.logging import RichHandler
 
-    logging.basicConfig(
-        level=logging.INFO, format="%(message)s", handlers=[RichHandler(show_path=False, markup=False)]
-    )
+    console = RichHandler(show_path=False, markup=False)
+    console.addFilter(CONSOLE_FILTER)
+    logging.basicConfig(level=logging.INFO, format="%(message)s", handlers=[console])
     for noisy in ("py4j", "pyspark"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
+
+
+def log_to_file(settings: Settings) -> Path:
+    """Every log record of this process also goes to ``<home>/logs/quicexp.log``; its path."""
+    path = settings.home / "logs" / "quicexp.log"
+    root = logging.getLogger()
+    if not any(getattr(h, "baseFilename", None) == str(path) for h in root.handlers):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handler = logging.FileHandler(path)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        root.addHandler(handler)
+    return path
 
 
 def _error(message: str) -> None:

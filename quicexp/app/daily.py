@@ -9,15 +9,13 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import jobs.experiment_results
-import jobs.ingest
-import jobs.registry
-import jobs.report
 from quicexp.app.dbt import run_dbt
 from quicexp.config import Settings
 from quicexp.errors import PartialFailure
@@ -25,6 +23,8 @@ from quicexp.registry import Registry, load_registry
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+
+    from jobs.ingest import IngestSummary
 
 log = logging.getLogger("quicexp.app.daily")
 
@@ -82,10 +82,12 @@ def plan(settings: Settings, day: date, registry: Registry | None = None) -> dic
 @dataclass
 class DayOutcome:
     day: date
-    ingest: jobs.ingest.IngestSummary | None = None
+    ingest: IngestSummary | None = None
     comparisons: int = 0
     reports: list[Path] = field(default_factory=list)
     failed_reports: list[str] = field(default_factory=list)
+    #: input rows of the statistics the engine skipped (one reason each in <home>/logs/quicexp.log)
+    skipped: int = 0
     seconds: dict[str, float] = field(default_factory=dict)
 
 
@@ -95,36 +97,45 @@ def run_day(spark: SparkSession, settings: Settings, day: date, registry: Regist
     Raises :class:`PartialFailure` after the last report when some reports failed (the others
     are written), as ``quicexp report`` and the DAG's ``reports`` task do.
     """
+    import jobs.experiment_results
+    import jobs.ingest
+    import jobs.registry
+    import jobs.report
+
     registry = registry or load_registry(settings.registry_file)
     outcome = DayOutcome(day=day)
 
-    def timed(name: str, fn):
+    def timed(name: str, fn) -> None:
         started = time.monotonic()
-        value = fn()
-        outcome.seconds[name] = time.monotonic() - started
-        log.info("%s %s done in %.1fs", day, name, outcome.seconds[name])
-        return value
+        count, what = fn()
+        seconds = outcome.seconds[name] = time.monotonic() - started
+        rate = f"{count / seconds:>9,.0f} {what}/s" if seconds > 0 and what == "rows" else ""
+        log.info("%s %-9s %9s %-11s %7.1f s %s", day, name, f"{count:,}", what, seconds, rate)
 
-    def dbt_build() -> None:
+    def ingest() -> tuple[int, str]:
+        outcome.ingest = jobs.ingest.run(spark, settings, day)
+        return outcome.ingest.total("rows_read"), "rows"
+
+    def dbt_build() -> tuple[int, str]:
         jobs.registry.run(spark, settings, day, registry)
-        run_dbt("build", settings, day, ["--select", DBT_SELECT])
+        return run_dbt("build", settings, day, ["--select", DBT_SELECT]), "dbt nodes"
 
-    def reports() -> None:
+    def results() -> tuple[int, str]:
+        with _counting("stats.engine") as skipped:
+            outcome.comparisons = jobs.experiment_results.run(spark, settings, day, registry)
+        outcome.skipped = skipped.count
+        return outcome.comparisons, "comparisons"
+
+    def reports() -> tuple[int, str]:
         for experiment in registry.running_on(day):
             try:
                 outcome.reports.append(jobs.report.run(spark, settings, day, experiment.id, registry).html)
             except Exception as exc:  # one report failing must not stop the others
                 log.exception("report %s %s failed", experiment.id, day)
                 outcome.failed_reports.append(f"{experiment.id} ({type(exc).__name__}: {exc})".splitlines()[0])
+        return len(outcome.reports), "reports"
 
-    actions = {
-        "ingest": lambda: setattr(outcome, "ingest", jobs.ingest.run(spark, settings, day)),
-        "dbt_build": dbt_build,
-        "results": lambda: setattr(
-            outcome, "comparisons", jobs.experiment_results.run(spark, settings, day, registry)
-        ),
-        "reports": reports,
-    }
+    actions = {"ingest": ingest, "dbt_build": dbt_build, "results": results, "reports": reports}
     for step in STEPS:
         timed(step.name, actions[step.name])
     if outcome.failed_reports:
@@ -132,3 +143,23 @@ def run_day(spark: SparkSession, settings: Settings, day: date, registry: Regist
             f"{day}: {len(outcome.failed_reports)} report(s) failed: {'; '.join(outcome.failed_reports)}"
         )
     return outcome
+
+
+class _Counter(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(level=logging.WARNING)
+        self.count = 0
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.count += 1
+
+
+@contextmanager
+def _counting(logger_name: str) -> Iterator[_Counter]:
+    """Count the warnings of a logger while the block runs (the skipped rows of a step)."""
+    counter, logger = _Counter(), logging.getLogger(logger_name)
+    logger.addHandler(counter)
+    try:
+        yield counter
+    finally:
+        logger.removeHandler(counter)

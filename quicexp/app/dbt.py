@@ -28,14 +28,16 @@ def dbt_args(command: str, settings: Settings, day: date, extra: list[str] | Non
         "--project-dir", str(REPO_ROOT),
         "--profiles-dir", str(REPO_ROOT),
         "--target-path", str(settings.home / "dbt" / "target"),
-        "--log-path", str(settings.home / "dbt" / "logs"),
+        "--log-path", str(settings.home / "logs"),
+        # every node's line goes to <home>/logs/dbt.log; the console gets warnings and errors
+        "--log-level", "warn", "--log-level-file", "info",
         "--vars", json.dumps(variables),
         *(extra or []),
     ]  # fmt: skip
 
 
-def run_dbt(command: str, settings: Settings, day: date, extra: list[str] | None = None) -> None:
-    """Run ``dbt <command>`` in-process.
+def run_dbt(command: str, settings: Settings, day: date, extra: list[str] | None = None) -> int:
+    """Run ``dbt <command>`` in-process; return how many nodes it ran.
 
     A failed data test raises :class:`DataQualityError`, a failed model :class:`QuicexpError`
     (both naming the nodes), dbt itself failing to start :class:`ServiceUnavailable`.
@@ -46,7 +48,7 @@ def run_dbt(command: str, settings: Settings, day: date, extra: list[str] | None
     os.environ.setdefault("DBT_SEND_ANONYMOUS_USAGE_STATS", "false")
     result = dbtRunner().invoke(dbt_args(command, settings, day, extra))
     if result.success:
-        return
+        return len(getattr(result.result, "results", None) or [])
     if result.exception is not None:
         raise ServiceUnavailable(f"dbt {command} failed: {result.exception}".splitlines()[0])
     failed = [
@@ -56,7 +58,7 @@ def run_dbt(command: str, settings: Settings, day: date, extra: list[str] | None
     ]
     models = [n.name for n in failed if getattr(n, "resource_type", None) != "test"]
     tests = [n.name for n in failed if getattr(n, "resource_type", None) == "test"]
-    log_file = settings.home / "dbt" / "logs" / "dbt.log"
+    log_file = settings.home / "logs" / "dbt.log"
     if models or not tests:
         raise QuicexpError(
             f"dbt {command} failed for: {', '.join(models) or 'unknown nodes'} (see {log_file})"

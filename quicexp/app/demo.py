@@ -32,6 +32,8 @@ class DemoOutcome:
     last_day: date
     reports: list[Path]
     headline: pd.DataFrame
+    #: statistics input rows the engine skipped over all days (reasons in the log file)
+    skipped: int = 0
 
 
 def simulate(settings: Settings, days: int, clients: int) -> date:
@@ -74,12 +76,14 @@ def run_demo(spark: SparkSession, settings: Settings, first: date, days: int) ->
     from quicexp.app.daily import run_day
 
     reports: list[Path] = []
+    skipped = 0
     for offset in range(days):
         day = first + timedelta(days=offset)
         outcome = run_day(spark, settings, day)
         reports = outcome.reports or reports
+        skipped += outcome.skipped
     last = first + timedelta(days=days - 1)
-    return DemoOutcome(first, last, reports, headline(spark, settings, last))
+    return DemoOutcome(first, last, reports, headline(spark, settings, last), skipped)
 
 
 def print_outcome(outcome: DemoOutcome, settings: Settings) -> None:
@@ -100,6 +104,11 @@ def print_outcome(outcome: DemoOutcome, settings: Settings) -> None:
                 f"{r.delta_rel * 100:+.2f}%", r.method,
             )  # fmt: skip
         console.print(table)
+    if outcome.skipped:
+        console.print(
+            f"{outcome.skipped} comparisons skipped (e.g. a segment with too few units in an arm); "
+            f"each reason is in {settings.home / 'logs' / 'quicexp.log'}"
+        )
     for path in outcome.reports:
         console.print(f"report: [bold]{path}[/bold]")
     console.print(f"tables: {settings.bronze_schema}.*, {settings.silver_schema}.*, {settings.gold_schema}.experiment_results "

@@ -1,16 +1,22 @@
-"""qlog from a real aioquic HTTP/3 exchange on 127.0.0.1 ingests, and its numbers are the qlog's own."""
+"""qlog from a real aioquic HTTP/3 exchange on 127.0.0.1 ingests, and its numbers are the qlog's own.
+
+Also the landing defects: nested client/server folders with the same file name, empty and
+unrecognised files, bad sidecar lines, a trace repeated on a later upload day, and days
+without qlog.
+"""
 
 from __future__ import annotations
 
 import gzip
 import json
 import shutil
-from datetime import date
+import statistics
+from datetime import date, timedelta
 
 import pytest
 
 import jobs.qlog.job
-from jobs.ingest.tables import AUDIT, QUARANTINE
+from jobs.ingest.tables import AUDIT, LEDGER, QUARANTINE
 from tests.conftest import free_port
 from tests.jobs.quic_exchange import run_exchange
 
@@ -18,18 +24,29 @@ D = date.today()
 
 
 def _own_numbers(path) -> dict:
-    """What the qlog itself says, read the plain way: last srtt, counts of lost and sent packets."""
+    """What the qlog itself says, read the plain way."""
     trace = json.loads(path.read_text())["traces"][0]
     events = trace["events"]
-    srtts = [e["data"]["smoothed_rtt"] for e in events if e["name"].endswith("metrics_updated")
-             and "smoothed_rtt" in e["data"]]
+    rtt = [e["data"] for e in events if e["name"].endswith("metrics_updated") and "latest_rtt" in e["data"]]
     return {
         "vantage_point": trace["vantage_point"]["type"],
-        "srtt_ms": srtts[-1],
+        "srtt_ms": rtt[-1]["smoothed_rtt"],
+        "srtt_median_ms": statistics.median(d["smoothed_rtt"] for d in rtt),
+        "rtt_samples": len(rtt),
         "packets_lost": sum(e["name"].endswith("packet_lost") for e in events),
         "packets_sent": sum(e["name"].endswith("packet_sent") for e in events),
+        "packets_dropped": sum(e["name"].endswith("packet_dropped") for e in events),
+        "datagrams_sent": sum(e["name"].endswith("datagrams_sent") for e in events),
+        "datagrams_received": sum(e["name"].endswith("datagrams_received") for e in events),
         "bytes_sent": sum(e["data"]["raw"]["length"] for e in events if e["name"].endswith("packet_sent")),
+        "handshake_ms": next(e["time"] for e in events if e["name"].endswith("packet_received")
+                             and e["data"]["header"]["packet_type"] == "1RTT") - events[0]["time"],
     }
+
+
+def _sidecar(odcid: str, client: str = "client-42") -> str:
+    return json.dumps({"odcid": odcid, "client_id": client, "session_id": "s-1", "platform": "linux",
+                       "network_type": "loopback", "experiments": {"fhol_2026_06": "fhol"}})
 
 
 @pytest.fixture(scope="module")
@@ -37,43 +54,115 @@ def exchange(tmp_path_factory):
     return run_exchange(tmp_path_factory.mktemp("quic"), free_port(), sizes=[150_000, 60_000], drop_every=9)
 
 
+@pytest.fixture(scope="module")
+def second(tmp_path_factory):
+    return run_exchange(tmp_path_factory.mktemp("quic2"), free_port(), sizes=[20_000], drop_every=1000)
+
+
+def _audit(spark, settings, day) -> dict[str, tuple[int, int, int, int]]:
+    rows = spark.sql(f"SELECT * FROM {settings.bronze_schema}.{AUDIT} WHERE kind = 'qlog' "
+                     f"AND upload_date = DATE'{day}'").collect()
+    return {r.source_file.rsplit("/qlog/", 1)[1]: (r.rows_read, r.rows_loaded, r.rows_quarantined, r.rows_duplicate)
+            for r in rows}
+
+
 def test_qlog_from_aioquic_matches_its_own_numbers(ingest_spark, lake, exchange):
     spark, settings = ingest_spark, lake("qlog_a")
     folder = settings.landing_root / f"upload_date={D}" / "qlog"
-    folder.mkdir(parents=True)
-    shutil.copy(exchange.client_qlog, folder / f"{exchange.odcid}.client.qlog")
-    (folder / f"{exchange.odcid}.server.qlog.gz").write_bytes(gzip.compress(exchange.server_qlog.read_bytes()))
-    (folder / "unmapped.qlog").write_text(exchange.client_qlog.read_text().replace(exchange.odcid, "00ff00ff"))
-    (folder / "broken.qlog").write_text('{"qlog_version": "0.3", "traces": [')
-    (folder / "_connections.jsonl").write_text(json.dumps({
-        "odcid": exchange.odcid, "client_id": "client-42", "session_id": "s-1", "platform": "linux",
-        "network_type": "loopback", "experiments": {"fhol_2026_06": "fhol"}}) + "\n")
+    (folder / "client").mkdir(parents=True)
+    (folder / "server" / "deep").mkdir(parents=True)
+    # the natural layout: both ends are named <ODCID>.qlog by aioquic
+    shutil.copy(exchange.client_qlog, folder / "client" / f"{exchange.odcid}.qlog")
+    (folder / "server" / f"{exchange.odcid}.qlog.gz").write_bytes(gzip.compress(exchange.server_qlog.read_bytes()))
+    (folder / "server" / "deep" / "unmapped.qlog").write_text(
+        exchange.client_qlog.read_text().replace(exchange.odcid, "00ff00ff"))
+    (folder / "broken[1].qlog").write_text('{"qlog_version": "0.3", "traces": [')  # glob characters in the name
+    (folder / "client" / "empty.qlog.gz").write_bytes(b"")
+    (folder / "notes.txt").write_text("not a trace")
+    (folder / "_connections.jsonl").write_text("\n".join([
+        _sidecar(exchange.odcid), "{not json", json.dumps({"odcid": 7}), _sidecar(exchange.odcid),
+        _sidecar("abcdef01", "client-1"), _sidecar("abcdef01", "client-2"), ""]) + "\n")
 
     summary = jobs.qlog.job.run(spark, settings, D)
-    assert summary.counts["rows_read"] == 4
-    assert (summary.counts["rows_loaded"], summary.counts["rows_quarantined"]) == (2, 2)
+    assert summary.files == 7
+    audit = _audit(spark, settings, D)
+    assert audit == {
+        f"client/{exchange.odcid}.qlog": (1, 1, 0, 0),
+        f"server/{exchange.odcid}.qlog.gz": (1, 1, 0, 0),
+        "server/deep/unmapped.qlog": (1, 0, 1, 0),
+        "broken%5B1%5D.qlog": (1, 0, 1, 0),
+        "client/empty.qlog.gz": (1, 0, 1, 0),
+        "notes.txt": (1, 0, 1, 0),
+        "_connections.jsonl": (6, 1, 4, 1),
+    }
+    assert (summary.counts["rows_read"], summary.counts["rows_loaded"], summary.counts["rows_quarantined"],
+            summary.counts["rows_duplicate"]) == (12, 3, 8, 1)
 
     rows = {r.vantage_point: r for r in spark.table(f"{settings.bronze_schema}.qlog_connections").collect()}
     for path in (exchange.client_qlog, exchange.server_qlog):
         own = _own_numbers(path)
         row = rows[own["vantage_point"]]
         assert row.srtt_ms == pytest.approx(own["srtt_ms"], abs=1e-9)
-        assert (row.packets_lost, row.packets_sent, row.bytes_sent) == (
-            own["packets_lost"], own["packets_sent"], own["bytes_sent"])
+        assert row.srtt_median_ms == pytest.approx(own["srtt_median_ms"], abs=1e-9)
+        assert row.handshake_ms == pytest.approx(own["handshake_ms"], abs=1e-9)
+        for key in ("packets_lost", "packets_sent", "bytes_sent", "rtt_samples", "packets_dropped",
+                    "datagrams_sent", "datagrams_received"):
+            assert getattr(row, key) == own[key], key
         assert (row.client_id, row.experiments, row.odcid) == ("client-42", {"fhol_2026_06": "fhol"}, exchange.odcid)
-        assert row.event_date == D and row.upload_date == D
+        assert row.event_date == D and row.upload_date == D and row.started_at_source == "trace"
     # independent checks: aioquic's own state, the relay's drops, both ends' packet counts
     assert rows["client"].srtt_ms == pytest.approx(exchange.client_srtt_ms, rel=1e-9)
     assert 0 < rows["server"].packets_lost <= exchange.dropped
     assert 0 < rows["client"].packets_received <= rows["server"].packets_sent - exchange.dropped
+    assert rows["client"].datagrams_received <= rows["server"].datagrams_sent - exchange.dropped
     assert rows["client"].bytes_received >= exchange.bytes_received
 
     reasons = dict(spark.sql(f"SELECT reason, count(*) FROM {settings.bronze_schema}.{QUARANTINE} "
                              f"WHERE kind = 'qlog' GROUP BY 1").collect())
-    assert reasons == {"unmapped_connection": 1, "malformed_qlog": 1}
-    audit = spark.sql(f"SELECT * FROM {settings.bronze_schema}.{AUDIT} WHERE kind = 'qlog'").collect()
-    assert all(a.rows_read == a.rows_loaded + a.rows_quarantined + a.rows_duplicate for a in audit)
+    assert reasons == {"unmapped_connection": 1, "malformed_qlog": 1, "empty_file": 1, "unrecognised_file": 1,
+                       "malformed_sidecar_line": 1, "invalid_sidecar_line": 1, "ambiguous_odcid": 2}
+    bad_line = spark.sql(f"SELECT raw_text FROM {settings.bronze_schema}.{QUARANTINE} "
+                         f"WHERE reason = 'malformed_sidecar_line'").first()
+    assert bad_line.raw_text == "{not json"
 
     again = jobs.qlog.job.run(spark, settings, D)  # idempotent
     assert again.counts == summary.counts
     assert spark.table(f"{settings.bronze_schema}.qlog_connections").count() == 2
+
+
+def test_cross_day_repeats_and_days_without_qlog(ingest_spark, lake, exchange, second):
+    spark, settings = ingest_spark, lake("qlog_days")
+    d1, d2, d3 = D, D + timedelta(days=1), D + timedelta(days=2)
+    day1 = settings.landing_root / f"upload_date={d1}" / "qlog"
+    day2 = settings.landing_root / f"upload_date={d2}" / "qlog"
+    (day1 / "client").mkdir(parents=True)
+    (day2 / "client").mkdir(parents=True)
+    (settings.landing_root / f"upload_date={d3}").mkdir(parents=True)  # a day with events only
+    shutil.copy(exchange.client_qlog, day1 / "client" / "a.qlog")
+    (day1 / "_connections.jsonl").write_text(_sidecar(exchange.odcid) + "\n")
+    shutil.copy(exchange.client_qlog, day2 / "client" / "a-again.qlog")  # re-uploaded the next day
+    shutil.copy(second.client_qlog, day2 / "client" / "b.qlog")
+    (day2 / "_connections.jsonl").write_text(_sidecar(exchange.odcid) + "\n" + _sidecar(second.odcid, "c-2") + "\n")
+    table = f"{settings.bronze_schema}.qlog_connections"
+
+    def loaded():
+        return sorted((r.odcid, str(r.upload_date)) for r in spark.table(table).collect())
+
+    jobs.qlog.job.run(spark, settings, d1)
+    s2 = jobs.qlog.job.run(spark, settings, d2)
+    assert (s2.counts["rows_loaded"], s2.counts["rows_duplicate"]) == (3, 1)  # 1 trace + 2 sidecar lines
+    assert loaded() == sorted([(exchange.odcid, str(d1)), (second.odcid, str(d2))])
+
+    empty = jobs.qlog.job.run(spark, settings, d3)  # no qlog folder, never ingested: nothing written
+    assert empty.files == 0 and empty.counts["rows_read"] == 0
+    assert loaded() == sorted([(exchange.odcid, str(d1)), (second.odcid, str(d2))])
+
+    # the first day's upload is withdrawn: its rows go, and the next day's copy now loads (cascade)
+    shutil.rmtree(day1)
+    withdrawn = jobs.qlog.job.run(spark, settings, d1)
+    assert withdrawn.cascaded == [d2]
+    assert loaded() == sorted([(exchange.odcid, str(d2)), (second.odcid, str(d2))])
+    assert _audit(spark, settings, d1) == {}
+    ids = spark.sql(f"SELECT count(*) AS n FROM {settings.bronze_schema}.{LEDGER} "
+                    f"WHERE kind = 'qlog' AND upload_date = DATE'{d1}'").first().n
+    assert ids == 0

@@ -20,6 +20,6 @@ def qlog_command(
     summary = jobs.qlog.job.run(build_spark(settings, "quicexp-qlog"), settings, d)
     c = summary.counts
     typer.echo(
-        f"qlog {d}: {summary.files} files, {c['rows_read']} traces read, loaded {c['rows_loaded']}, "
+        f"qlog {d}: {summary.files} files, {c['rows_read']} rows read (traces and sidecar lines), loaded {c['rows_loaded']}, "
         f"quarantined {c['rows_quarantined']}, duplicate {c['rows_duplicate']}"
     )

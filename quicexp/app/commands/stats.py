@@ -56,7 +56,7 @@ def stats_command(
         str | None, typer.Option(help="Multiple-comparison method: bh, holm, bonferroni, none.")
     ] = None,
     relative_ci: Annotated[
-        str | None, typer.Option(help="Relative interval: delta or fieller.")
+        str | None, typer.Option(help="Relative interval: fieller (default) or delta.")
     ] = None,
     sequential_tuning_n: Annotated[
         str | None, typer.Option(help="Mixing parameter N* of the sequential interval.")
@@ -83,8 +83,8 @@ def stats_command(
     except (ValueError, OSError, ImportError) as exc:
         raise _fail(f"cannot read config {config}: {str(exc).splitlines()[0]}") from None
     from stats.engine import analyze_table
+    from stats.inputs import SchemaError
     from stats.io import TableFormatError, read_table, write_table
-    from stats.validation import SchemaError
 
     try:
         table = read_table(input)

@@ -1,6 +1,6 @@
-"""The simulation study at reduced size: the engine's calibration, with the numbers printed.
+"""The stats.study at reduced size: the engine's calibration, with the numbers printed.
 
-The full study (``python -m simulation.study --full``, 10,000 tests per check, numbers in
+The full study (``python -m stats.study --full``, 10,000 tests per check, numbers in
 docs/stats.md) holds the tight bands of the acceptance criteria. Here the bands are
 +-3.5 binomial standard errors at the reduced size, wide enough not to flake yet far tighter
 than the failures they guard against (ignoring clustering gives false-positive rates of
@@ -14,7 +14,7 @@ import math
 import numpy as np
 import pytest
 
-from simulation import study
+from stats import study
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,10 @@
-"""Row checks on the input table: one message per bad row, the rest is analysed.
+"""Input row checks of the stats engine: one message per impossible row, the rest is analysed.
+
+Checked (and nothing else claimed): required fields present, known metric kind, n_units >= 2,
+the columns each kind needs, no negative count or sum of squares, variances not negative,
+proportions within [0, n_units], ratio denominators not 0, quantile p in (0, 1), the fraction
+of events below the quantile (sum_s / sum_n) within [0, 1], n_events == sum_n, a usable grid,
+one row per arm, and one metric kind for all arms of a comparison.
 
 This module sits at the I/O edge (pandas); the maths never sees a bad row.
 """
@@ -65,8 +71,18 @@ def row_problems(df: pd.DataFrame) -> pd.Series:
     """Reason string per row ('' when the row is usable)."""
     reasons: list[pd.Series] = []
 
-    def add(mask: pd.Series, text: str) -> None:
-        reasons.append(pd.Series(np.where(mask.fillna(True), text, ""), index=df.index))
+    def add(mask: pd.Series, text: object, *values: pd.Series) -> None:
+        """Reason ``text`` on the rows of ``mask``; ``{}`` fields are filled from ``values``."""
+        hit = mask.fillna(True).to_numpy(bool)
+        out = np.full(len(df), "", dtype=object)
+        if values and hit.any():
+            cols = [v.to_numpy()[hit] for v in values]
+            out[hit] = [
+                str(text).format(*(f"{x:g}" for x in vals)) for vals in zip(*cols, strict=True)
+            ]
+        else:
+            out[hit] = text if np.ndim(text) == 0 else np.asarray(text, dtype=object)[hit]
+        reasons.append(pd.Series(out, index=df.index))
 
     kind = df["metric_kind"]
     add(df["arm"].isna() | (df["arm"] == ""), "missing arm")
@@ -95,7 +111,27 @@ def row_problems(df: pd.DataFrame) -> pd.Series:
         is_prop & ~((df["sum_y"] >= 0) & (df["sum_y"] <= n)),
         "proportion sum_y outside [0, n_units]",
     )
+    for c in ("sum_y2", "sum_x2", "sum_c2", "sum_d2", "sum_s2", "sum_n2"):
+        add((df[c] < 0).fillna(False), f"negative sum of squares {c} = {{}}", df[c])
+    # counts: a ratio's denominator counts events (registry/metrics.yml), and every
+    # quantile column counts events (the per-unit s_i, n_i are counts)
+    add(is_ratio & (df["sum_x"] < 0).fillna(False), "negative count sum_x = {}", df["sum_x"])
     is_q = kind == "quantile"
+    for c in ("n_events", "sum_s", "sum_n", "sum_sn"):
+        add(is_q & (df[c] < 0).fillna(False), f"negative count {c} = {{}}", df[c])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        frac = df["sum_s"] / df["sum_n"]
+    add(
+        is_q & (df["sum_n"] > 0).fillna(False) & ~((frac >= 0) & (frac <= 1)).fillna(True),
+        "fraction below the quantile sum_s / sum_n = {} outside [0, 1]",
+        frac,
+    )
+    add(
+        is_q & (df["n_events"] != df["sum_n"]).fillna(False),
+        "n_events = {} differs from sum_n",
+        df["n_events"],
+        df["sum_n"],
+    )
     add(is_q & ~((df["quantile_p"] > 0) & (df["quantile_p"] < 1)), "quantile_p outside (0, 1)")
     add(is_q & ~(df["n_events"] >= 2), "n_events < 2")
     add(
@@ -108,6 +144,14 @@ def row_problems(df: pd.DataFrame) -> pd.Series:
     add(is_q & ~df["grid_ok"], "grid_p/grid_value need >= 2 points, increasing p, same length")
     dup = df.duplicated([*GROUP_COLUMNS, "quantile_key", "arm"], keep=False) & df["arm"].notna()
     add(dup, "duplicate row for this arm")
+    mixed = (
+        df.groupby(GROUP_COLUMNS, dropna=False, sort=False)["metric_kind"].transform("nunique") > 1
+    )
+    listed = pd.Series("", index=df.index, dtype=object)
+    if mixed.any():
+        sub = df[mixed].groupby(GROUP_COLUMNS, dropna=False, sort=False)["metric_kind"]
+        listed[mixed] = sub.transform(lambda k: ", ".join(sorted(k.dropna().unique())))
+    add(mixed, "arms of this comparison have different metric kinds: " + listed)
     text = np.full(len(df), "", dtype=object)
     for r in reasons:
         part = r.to_numpy(dtype=object)

@@ -1,4 +1,4 @@
-"""Seeded simulation study of the statistics engine (``stats``), vectorised with numpy.
+"""Seeded stats.study of the statistics engine (``stats``), vectorised with numpy.
 
 Internal validation only (cf. gbstats ``devtools/simulation.py``). Each simulated experiment
 is drawn at the *unit* (client) level with clustered, heavy-tailed data, reduced to exactly
@@ -18,7 +18,7 @@ Data model (per unit i, per arm):
 Truths: E[y] = K THETA e^{TAU^2/2} E[x], ratio K THETA e^{TAU^2/2}, event-level latency is
 LogNormal(LAT_MU, TAU^2 + SIGMA_E^2) (u independent of x), so every true delta is known.
 
-Run ``python -m simulation.study --full`` for the documented numbers (10,000 tests each).
+Run ``python -m stats.study --full`` for the documented numbers (10,000 tests each).
 """
 
 from __future__ import annotations
@@ -234,6 +234,93 @@ def sequential_fpr(
     }
 
 
+SEQUENTIAL_METRICS = ("mean", "mean_cuped", "ratio", "ratio_cuped")
+
+
+def sequential_plan_study(
+    seed: int,
+    sims: int,
+    planned_units_per_arm: int,
+    days: int = 30,
+    effect: float = 0.0,
+    alpha: float = 0.05,
+    chunk: int = 250,
+    metrics: tuple[str, ...] = SEQUENTIAL_METRICS,
+) -> dict[str, float]:
+    """Daily looks at an experiment sized by its registry plan (N* and the number of looks).
+
+        Each day brings planned_units_per_arm / days new units per arm; the engine sees the
+        cumulative sums at every look with the plan ``planned_units_per_arm`` x ``days`` (as the
+        job passes it from registry/experiments.yml). Mean and ratio metrics of the unit model above,
+    each with and without CUPED.
+
+        Returns:
+            Per metric: the rate at which the always-valid interval ever excludes 0 over the looks,
+            the rate at which it excludes 0 at the planned horizon (the last look), the median
+            ``sequential_width_ratio`` there, and the fixed-horizon rejection rate at the horizon.
+    """
+    from datetime import date
+
+    from stats.settings import ExperimentPlan
+
+    rng = np.random.default_rng(seed)
+    per_day = planned_units_per_arm // days
+    start = pd.Timestamp("2026-01-01")
+    plan = ExperimentPlan(start_date=date(2026, 1, 1), planned_units_per_arm=per_day * days,
+                          planned_days=days)  # fmt: skip
+    settings = AnalysisSettings(alpha=alpha, correction="none", plans={"study": plan})
+    results = []
+    for lo in range(0, sims, chunk):
+        ids = np.arange(lo, min(lo + chunk, sims))
+        frames = []
+        for arm in (0, 1):
+            a = _draw_arm(rng, np.full(ids.size * days, per_day), per_day, effect if arm else 0.0)
+            day = np.tile(np.arange(days), ids.size)
+
+            def cum(v: np.ndarray, k: int = ids.size) -> np.ndarray:
+                return np.cumsum(v.sum(1).reshape(k, days), axis=1).ravel()
+
+            base = _base(np.repeat(ids, days), arm, (day + 1.0) * per_day, "", "")
+            base["as_of_date"] = start + pd.to_timedelta(day, "D")
+            y, x, c, d = a.y, a.x, a.c, a.d
+            sums = {"sum_y": cum(y), "sum_y2": cum(y * y)}
+            ratio = {"sum_x": cum(x), "sum_x2": cum(x * x), "sum_xy": cum(x * y)}
+            cov = {"sum_c": cum(c), "sum_c2": cum(c * c), "sum_yc": cum(y * c)}
+            ratio_cov = {
+                "sum_d": cum(d),
+                "sum_d2": cum(d * d),
+                "sum_cd": cum(c * d),
+                "sum_yd": cum(y * d),
+                "sum_xc": cum(x * c),
+                "sum_xd": cum(x * d),
+            }
+            for metric, kind, extra in (
+                ("mean", "mean", {}),
+                ("mean_cuped", "mean", cov),
+                ("ratio", "ratio", ratio),
+                ("ratio_cuped", "ratio", {**ratio, **cov, **ratio_cov}),
+            ):
+                if metric not in metrics:
+                    continue
+                frames.append(pd.DataFrame(
+                    {**base, **sums, **extra, "metric": metric, "metric_kind": kind}
+                ))  # fmt: skip
+        results.append(analyze_table(pd.concat(frames, ignore_index=True), settings).results)
+    res = pd.concat(results, ignore_index=True)
+    out = {}
+    last = res["as_of_date"] == res["as_of_date"].max()
+    for m in metrics:
+        r = res[res["metric"] == m]
+        out[f"seq_ever_significant_{m}"] = float(
+            r.groupby("segment_value")["is_seq_significant"].any().mean()
+        )
+        fin = r[last[r.index]]
+        out[f"seq_significant_at_horizon_{m}"] = _rate(fin["is_seq_significant"])
+        out[f"fixed_significant_at_horizon_{m}"] = _rate(fin["p_value"] < alpha)
+        out[f"seq_width_ratio_at_horizon_{m}"] = float(fin["sequential_width_ratio"].median())
+    return out
+
+
 def srm_study(seed: int, sims: int, n_total: int = 200_000, alpha: float = 0.001) -> dict:
     """SRM alarm rate under a 50/50 split, and detection of a 50.5/49.5 split."""
     rng = np.random.default_rng(seed)
@@ -261,8 +348,8 @@ def _rate(mask: pd.Series) -> float:
 def fpr_and_coverage(seed: int, sims: int, n_mean: int, n_quantile: int) -> dict[str, float]:
     """A/A false-positive rates and 95% coverage with a known 3% effect, per metric.
 
-    Mean/ratio tables are also analysed with Fieller's relative interval, quantile tables
-    also with the i.i.d. outer-CI window (suffixes ``_fieller`` and ``_iid_window``).
+    Mean/ratio tables are also analysed with the delta-method relative interval, quantile tables
+    also with the i.i.d. outer-CI window (suffixes ``_delta`` and ``_iid_window``).
     """
     out: dict[str, float] = {}
     for label, effect in (("aa", 0.0), ("effect", EFFECT)):
@@ -276,13 +363,56 @@ def fpr_and_coverage(seed: int, sims: int, n_mean: int, n_quantile: int) -> dict
                 table = table[table["metric_kind"] == "quantile"]
                 variants["_iid_window"] = AnalysisSettings(correction="none", quantile_window="iid")
             elif effect:
-                variants["_fieller"] = AnalysisSettings(correction="none", relative_ci="fieller")
+                variants["_delta"] = AnalysisSettings(correction="none", relative_ci="delta")
             for suffix, settings in variants.items():
                 res = analyze_table(table, settings).results
                 if not with_q and label == "effect" and not suffix:
                     out.update(_cuped_numbers(res, rho2))
                 out.update(_rates(res, metrics, effect, suffix))
     return out
+
+
+CALIBRATION_SIZES = (100, 200, 400, 1_000, 4_000)
+"""Units per arm of the small-sample calibration grid (docs/stats.md, "Small samples")."""
+
+CALIBRATION_METRICS = ("mean", "ratio", "latency_p50", "latency_p95")
+
+#: analysis variants of the calibration grid: the engine's default, and the large-sample
+#: reference it replaced (z everywhere, delta-method relative interval)
+CALIBRATION_VARIANTS = {
+    "": {},
+    "_z_delta": {"reference": "z", "relative_ci": "delta"},
+    "_t_delta": {"relative_ci": "delta"},
+}
+
+
+def calibration(seed: int, sims: int, n_per_arm: int) -> dict[str, float]:
+    """A/A FPR and 95% coverage (absolute and relative, 3% effect) at one arm size.
+
+    Mean, ratio, p50 and p95 come from the same simulated experiments; each variant of
+    :data:`CALIBRATION_VARIANTS` analyses the same tables, so their differences are paired.
+    """
+    out: dict[str, float] = {}
+    for effect in (0.0, EFFECT):
+        table, _ = simulate_table(seed + (7 if effect else 0) + n_per_arm, sims, n_per_arm,
+                                  effect, True)  # fmt: skip
+        table = table[table["metric"].isin(CALIBRATION_METRICS)]
+        for suffix, extra in CALIBRATION_VARIANTS.items():
+            res = analyze_table(table, AnalysisSettings(correction="none", **extra)).results
+            out.update(_rates(res, CALIBRATION_METRICS, effect, suffix))
+    return out
+
+
+def calibration_grid(
+    seed: int, sims: int, sizes: tuple[int, ...] = CALIBRATION_SIZES
+) -> dict[int, dict[str, float]]:
+    """:func:`calibration` at every size of ``sizes`` (and its wall seconds)."""
+    grid = {}
+    for n in sizes:
+        t0 = time.perf_counter()
+        grid[n] = calibration(seed, sims, n)
+        grid[n]["seconds"] = time.perf_counter() - t0
+    return grid
 
 
 def _rates(res: pd.DataFrame, metrics: tuple[str, ...], effect: float, suffix: str) -> dict:
@@ -296,7 +426,7 @@ def _rates(res: pd.DataFrame, metrics: tuple[str, ...], effect: float, suffix: s
             continue
         key = m.removeprefix("latency_").removesuffix("_cuped")
         true_abs = c1[key] - c0[key]
-        if suffix != "_fieller":
+        if suffix != "_delta":
             out[f"coverage_abs_{m}{suffix}"] = _rate(
                 (r["ci_abs_lower"] <= true_abs) & (true_abs <= r["ci_abs_upper"])
             )
@@ -377,7 +507,7 @@ def acceptance(numbers: dict[str, float]) -> list[tuple[str, float, str, bool]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """CLI: ``python -m simulation.study [--full] [--seed N]``.
+    """CLI: ``python -m stats.study [--full] [--seed N]``.
 
     Prints one number per line, then each acceptance criterion with PASS/FAIL (the bands are
     those of the full study; the reduced default run is only indicative). Returns 1 if a
@@ -386,7 +516,22 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--full", action="store_true", help="10,000 simulations per check")
     parser.add_argument("--seed", type=int, default=20260101)
+    parser.add_argument(
+        "--calibration",
+        type=int,
+        metavar="SIMS",
+        default=0,
+        help="only the small-sample grid, SIMS experiments per size and check",
+    )
     args = parser.parse_args(argv)
+    if args.calibration:
+        start = time.perf_counter()
+        for n in CALIBRATION_SIZES:
+            numbers = calibration_grid(args.seed, args.calibration, (n,))[n]
+            for name, value in numbers.items():
+                print(f"{n:6d} {name:45s} {value:.6f}", flush=True)
+        print(f"{'seconds':52s} {time.perf_counter() - start:.1f}")
+        return 0
     size = FULL if args.full else FAST
     start = time.perf_counter()
     numbers = run_study(size, args.seed)
