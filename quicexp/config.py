@@ -12,15 +12,19 @@ same jobs run on a cluster by configuration only.
 
 from __future__ import annotations
 
+import ipaddress
+import json
 import os
 import re
+from collections.abc import Mapping
 from datetime import date
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+from pydantic_settings.exceptions import SettingsError
 
 from quicexp.errors import ConfigError
 
@@ -38,7 +42,30 @@ def validate_identifier(name: str, what: str = "identifier") -> str:
     return name
 
 
-class SparkSettings(BaseModel):
+def validate_loopback(value: str, what: str) -> str:
+    """``value`` if it is a loopback *address* (127.0.0.0/8, ::1) or ``localhost``.
+
+    Parsed with :mod:`ipaddress`, not matched as a prefix: ``127.evil.example`` is a host name that
+    DNS may point anywhere, so it is refused like ``0.0.0.0``.
+    """
+    if value == "localhost":
+        return value
+    try:
+        address = ipaddress.ip_address(value)
+    except ValueError:
+        raise ValueError(f"{what} must be a loopback address (127.0.0.0/8, ::1) or localhost, not {value!r}") from None
+    if not address.is_loopback:
+        raise ValueError(f"{what} must be a loopback address (127.0.0.0/8, ::1) or localhost, not {value!r}")
+    return value
+
+
+class _Section(BaseModel):
+    """A nested settings section: an unknown key (a typo such as ``spark.mastre``) is an error."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class SparkSettings(_Section):
     """Where and how Spark runs."""
 
     master: str = "local[2]"
@@ -46,13 +73,16 @@ class SparkSettings(BaseModel):
     shuffle_partitions: int = Field(default=4, ge=1)
     ui_enabled: bool = False
     extra_conf: dict[str, str] = Field(default_factory=dict)
+    #: a file holding the shared secret of Spark's RPC authentication (``spark.authenticate``);
+    #: set on a cluster (docker-compose.yml gives it as a secret file). Read when the conf is built.
+    auth_secret_file: Path | None = None
 
 
-class CatalogSettings(BaseModel):
+class CatalogSettings(_Section):
     """The Hive metastore every Spark JVM (jobs, dbt, Thrift server, notebooks) shares.
 
-    ``derby-server``: a Derby network server the project starts on 127.0.0.1 (embedded
-    default; many JVMs at once). ``jdbc``: any metastore database by JDBC URL, e.g.
+    ``derby-server``: a Derby network server the project starts on a loopback address (embedded
+    default; many JVMs at once), with a generated password (``quicexp.catalog``). ``jdbc``: any metastore database by JDBC URL, e.g.
     PostgreSQL in production. See docs/decisions.md.
     """
 
@@ -63,6 +93,12 @@ class CatalogSettings(BaseModel):
     jdbc_driver: str = "org.postgresql.Driver"
     user: str | None = None
     password: str | None = None
+
+    @model_validator(mode="after")
+    def _derby_on_loopback(self) -> CatalogSettings:
+        if self.kind == "derby-server":
+            validate_loopback(self.host, "catalog.host (the Derby metastore server)")
+        return self
 
     def connection_url(self, metastore_dir: Path) -> str:
         if self.kind == "jdbc":
@@ -75,8 +111,8 @@ class CatalogSettings(BaseModel):
         return "org.apache.derby.jdbc.ClientDriver" if self.kind == "derby-server" else self.jdbc_driver
 
 
-class ServiceSettings(BaseModel):
-    """Ports of the local services; they bind to 127.0.0.1 only."""
+class ServiceSettings(_Section):
+    """Ports of the local services; they bind to a loopback address only."""
 
     bind_host: str = "127.0.0.1"
     thrift_port: int = Field(default=10000, ge=1, le=65535)
@@ -86,12 +122,10 @@ class ServiceSettings(BaseModel):
     @field_validator("bind_host")
     @classmethod
     def _loopback_only(cls, value: str) -> str:
-        if not value.startswith("127.") and value != "localhost":
-            raise ValueError("services bind to the loopback interface only (127.0.0.0/8)")
-        return value
+        return validate_loopback(value, "services.bind_host")
 
 
-class IngestSettings(BaseModel):
+class IngestSettings(_Section):
     """Rules of the landing-zone to bronze job (docs/ingestion.md)."""
 
     lookback_days: int = Field(default=3, ge=0, le=30)
@@ -121,6 +155,18 @@ class Settings(BaseSettings):
     catalog: CatalogSettings = Field(default_factory=CatalogSettings)
     services: ServiceSettings = Field(default_factory=ServiceSettings)
     ingest: IngestSettings = Field(default_factory=IngestSettings)
+
+    @field_validator(
+        "home", "lake_root", "landing_root", "reports_dir", "metastore_dir", "state_dir",
+        "registry_file", "jar_cache", mode="before",
+    )  # fmt: skip
+    @classmethod
+    def _no_empty_path(cls, value: Any) -> Any:
+        # Path("") is the current directory: an empty QUICEXP_HOME would put the lake wherever
+        # the command happens to run.
+        if isinstance(value, str) and not value.strip():
+            raise ValueError("must not be empty (an empty path would mean the current directory)")
+        return value
 
     @field_validator("bronze_schema", "silver_schema", "gold_schema")
     @classmethod
@@ -169,9 +215,11 @@ class _YamlFileSource(PydanticBaseSettingsSource):
         if not path:
             return {}
         try:
-            data = yaml.safe_load(Path(path).read_text()) or {}
+            data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
         except OSError as exc:
             raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from None
+        except UnicodeDecodeError as exc:
+            raise ConfigError(f"config file {path} is not UTF-8 text (bad byte at offset {exc.start})") from None
         except yaml.YAMLError as exc:
             raise ConfigError(f"config file {path} is not valid YAML: {exc}".splitlines()[0]) from None
         if not isinstance(data, dict):
@@ -192,14 +240,58 @@ class _SparkMasterSource(PydanticBaseSettingsSource):
         return {}
 
 
+_ENV_PREFIX = "QUICEXP_"
+_ENV_NESTED = "__"
+
+
+def _check_nested_env(environ: Mapping[str, str]) -> None:
+    """Refuse a ``QUICEXP_<SECTION>__<KEY>`` variable that names no setting.
+
+    A double underscore always means "a nested setting", so ``QUICEXP_SPARK__MASTRE`` or
+    ``QUICEXP_SPRAK__MASTER`` is a typo, never another program's variable. Single-level names
+    (``QUICEXP_NOTEBOOK_FIGURES``, ``QUICEXP_NO_JVM``…) share the prefix with variables that are
+    not settings, so an unknown one of those is left alone. Values of JSON-typed settings
+    (``QUICEXP_SPARK__EXTRA_CONF``) are checked here too, for a one-line error naming the variable.
+    """
+    sections = {
+        name: field.annotation
+        for name, field in Settings.model_fields.items()
+        if isinstance(field.annotation, type) and issubclass(field.annotation, BaseModel)
+    }
+    for var in sorted(environ):
+        if not var.startswith(_ENV_PREFIX) or _ENV_NESTED not in var:
+            continue
+        section, _, key = var[len(_ENV_PREFIX) :].lower().partition(_ENV_NESTED)
+        model = sections.get(section)
+        if model is None:
+            raise ConfigError(f"unknown setting in the environment: {var} ({section!r} is not a settings section)")
+        if key not in model.model_fields:
+            known = ", ".join(sorted(model.model_fields))
+            raise ConfigError(f"unknown setting in the environment: {var} ({section} has {known})")
+        annotation = model.model_fields[key].annotation
+        if getattr(annotation, "__origin__", None) is dict:
+            try:
+                value = json.loads(environ[var])
+            except json.JSONDecodeError as exc:
+                raise ConfigError(f"{var} is not valid JSON: {exc.msg} at character {exc.pos}") from None
+            if not isinstance(value, dict):
+                raise ConfigError(f"{var} must be a JSON object of strings, e.g. '{{\"spark.x\": \"1\"}}'")
+
+
 def load_settings(**overrides: Any) -> Settings:
     """Build the settings, turning validation errors into one-line ``ConfigError``s."""
+    _check_nested_env(os.environ)
     try:
         return Settings(**overrides)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "config"
-        raise ConfigError(f"bad configuration at {where}: {first['msg']}") from None
+        message = first["msg"]
+        if first["type"] == "extra_forbidden":
+            message = "unknown setting (a typo?)"
+        raise ConfigError(f"bad configuration at {where}: {message}") from None
+    except SettingsError as exc:  # a value the environment source cannot parse
+        raise ConfigError(f"bad configuration: {str(exc).splitlines()[0]}") from None
 
 
 def parse_day(value: str | date) -> date:

@@ -1,6 +1,8 @@
 """The JVM jars the pipeline adds to Spark, fetched once from Maven Central and cached.
 
-The list and checksums live in ``requirements/jars.txt``. Jars are passed to every
+The list and checksums live in ``requirements/jars.txt``. One more jar is the project's own:
+``jvm/src`` (the Thrift server's password check and its SQL guard), compiled with ``javac``
+against the pip pyspark's jars into the same cache, named by the hash of its sources. Jars are passed to every
 Spark JVM the same way (``spark.jars`` plus ``spark.driver.extraClassPath``), because
 jars given with ``--packages`` never reach Thrift-server sessions (ARCHITECTURE.md).
 """
@@ -8,7 +10,12 @@ jars given with ``--packages`` never reach Thrift-server sessions (ARCHITECTURE.
 from __future__ import annotations
 
 import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
 import urllib.request
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,6 +24,10 @@ from quicexp.errors import InputDataError, ServiceUnavailable
 
 MAVEN_CENTRAL = "https://repo1.maven.org/maven2"
 JARS_FILE = REPO_ROOT / "requirements" / "jars.txt"
+JVM_SOURCES = REPO_ROOT / "jvm" / "src"
+#: the classes of the project's jar that the Thrift server names in its configuration
+THRIFT_AUTH_CLASS = "quicexp.jvm.ThriftPasswordAuth"
+SQL_GUARD_CLASS = "quicexp.jvm.SqlGuardExtension"
 
 
 @dataclass(frozen=True)
@@ -73,6 +84,7 @@ def ensure_jars(cache: Path, log=print) -> list[Path]:
                 raise InputDataError(f"checksum mismatch for {jar.filename}; refusing to use it")
             partial.replace(target)
         paths.append(target)
+    project_jar(cache)  # the Thrift server's authentication and SQL guard (jvm/src)
     return paths
 
 
@@ -87,3 +99,54 @@ def cached_jars(cache: Path, artifacts: tuple[str, ...] | None = None) -> list[P
             raise ServiceUnavailable(f"{jar.filename} is missing from {cache}: run `make setup` first")
         paths.append(target)
     return paths
+
+
+def _pyspark_jars() -> Path:
+    import pyspark
+
+    return Path(pyspark.__file__).parent / "jars"
+
+
+def _source_digest(sources: list[Path]) -> str:
+    digest = hashlib.sha256()
+    for path in sources:
+        digest.update(str(path.relative_to(JVM_SOURCES)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()[:16]
+
+
+def project_jar(cache: Path, build: bool = True) -> Path:
+    """The project's own jar (``jvm/src``), compiled into ``cache`` when missing or stale.
+
+    Named by the hash of its sources, so a source change gives a new jar and an old one is never
+    used by mistake. ``javac`` (Java 17, a prerequisite) compiles against the pip pyspark's jars,
+    the ones the Thrift server runs with. Written to a temporary file and renamed, so concurrent
+    builds are harmless.
+    """
+    sources = sorted(JVM_SOURCES.rglob("*.java"))
+    target = cache / f"quicexp-jvm-{_source_digest(sources)}.jar"
+    if target.exists():
+        return target
+    if not build:
+        raise ServiceUnavailable(f"{target.name} is missing from {cache}: run `make setup` first")
+    javac = shutil.which("javac")
+    if javac is None:
+        raise ServiceUnavailable("javac not found: a Java 17 JDK is required (the Thrift server's guard is compiled at setup)")
+    cache.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="quicexp-jvm-") as tmp:
+        classes = Path(tmp) / "classes"
+        proc = subprocess.run(
+            [javac, "--release", "17", "-nowarn", "-encoding", "UTF-8",
+             "-cp", str(_pyspark_jars() / "*"), "-d", str(classes), *map(str, sources)],
+            capture_output=True, text=True, check=False,
+        )  # fmt: skip
+        if proc.returncode != 0:
+            lines = [ln for ln in (proc.stderr or proc.stdout).splitlines() if ln.strip()]
+            raise ServiceUnavailable(f"javac failed on jvm/src: {lines[0] if lines else proc.returncode}")
+        partial = cache / f".{target.name}.{os.getpid()}.part"
+        with zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as jar:
+            jar.writestr("META-INF/MANIFEST.MF", "Manifest-Version: 1.0\nCreated-By: quicexp\n")
+            for path in sorted(classes.rglob("*.class")):
+                info = zipfile.ZipInfo(path.relative_to(classes).as_posix(), date_time=(1980, 1, 1, 0, 0, 0))
+                jar.writestr(info, path.read_bytes(), zipfile.ZIP_DEFLATED)
+        partial.replace(target)
+    return target

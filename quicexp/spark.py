@@ -14,7 +14,7 @@ import zipfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from quicexp.config import REPO_ROOT, Settings
+from quicexp.config import REPO_ROOT, ConfigError, Settings
 from quicexp.jars import cached_jars
 
 if TYPE_CHECKING:
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 SPARK_JARS = ("delta-spark_2.13", "delta-storage", "derbyclient", "postgresql")
 
 # Settings that must not appear on a JVM's command line (visible to every local user in `ps`).
-SECRET_KEYS = ("spark.hadoop.javax.jdo.option.ConnectionPassword",)
+SECRET_KEYS = ("spark.hadoop.javax.jdo.option.ConnectionPassword", "spark.authenticate.secret")
 
 # The project's Python packages (pyproject.toml's packages.find); shipped to cluster executors.
 PROJECT_PACKAGES = ("quicexp", "jobs", "stats", "simulation")
@@ -108,10 +108,24 @@ def spark_conf(settings: Settings, app_name: str = "quicexp") -> dict[str, str]:
         conf["spark.hadoop.datanucleus.schema.autoCreateTables"] = "true"
         conf["spark.hadoop.datanucleus.schema.autoCreateColumns"] = "true"
         conf["spark.hadoop.datanucleus.schema.autoCreateConstraints"] = "false"
+    if catalog.kind == "derby-server":
+        # The metastore server requires the password it was started with (quicexp.catalog
+        # generates it when it starts the server; ensure_catalog runs before any session).
+        from quicexp.catalog import DERBY_USER, derby_password
+
+        password = derby_password(settings, create=False)
+        if password:
+            conf["spark.hadoop.javax.jdo.option.ConnectionUserName"] = DERBY_USER
+            conf["spark.hadoop.javax.jdo.option.ConnectionPassword"] = password
     if catalog.user:
         conf["spark.hadoop.javax.jdo.option.ConnectionUserName"] = catalog.user
     if catalog.password:
         conf["spark.hadoop.javax.jdo.option.ConnectionPassword"] = catalog.password
+    if settings.spark.auth_secret_file is not None:
+        # RPC between driver, executors, master and workers authenticated by a shared secret
+        # (a cluster's; docker-compose.yml gives it as a secret file). Kept off the command line.
+        conf["spark.authenticate"] = "true"
+        conf["spark.authenticate.secret"] = _read_secret(settings.spark.auth_secret_file)
     # JVM logs (Spark, Hive, DataNucleus, Delta) go to <home>/logs/spark.log, not the console.
     # (log4j creates the folder; a home whose path holds a space would split the option.)
     conf["spark.driver.extraJavaOptions"] = (
@@ -122,6 +136,29 @@ def spark_conf(settings: Settings, app_name: str = "quicexp") -> dict[str, str]:
         conf["spark.databricks.delta.snapshotPartitions"] = "2"
     conf.update(settings.spark.extra_conf)
     return conf
+
+
+def _read_secret(path: Path) -> str:
+    try:
+        value = path.read_text().strip()
+    except OSError as exc:
+        raise ConfigError(f"cannot read spark.auth_secret_file {path}: {exc.strerror}") from None
+    if not value:
+        raise ConfigError(f"spark.auth_secret_file {path} is empty")
+    return value
+
+
+def jvm_environment(conf: dict[str, str]) -> dict[str, str]:
+    """Environment variables a Spark JVM started with ``conf`` needs.
+
+    Spark's web UI binds to ``$SPARK_LOCAL_IP`` or else to every interface, whatever
+    ``spark.driver.bindAddress`` says; so a driver bound to a loopback address gets the same
+    address as ``SPARK_LOCAL_IP`` and its UI (when ``spark.ui.enabled``) stays on loopback.
+    """
+    bind = conf.get("spark.driver.bindAddress", "")
+    if bind == "localhost" or bind.startswith("127.") or bind == "::1":
+        return {"SPARK_LOCAL_IP": bind}
+    return {}
 
 
 def properties_text(conf: dict[str, str]) -> str:
@@ -174,6 +211,8 @@ def build_spark(settings: Settings, app_name: str = "quicexp") -> SparkSession:
     builder = SparkSession.builder
     for key, value in conf.items():
         builder = builder.config(key, value)
+    for key, value in jvm_environment(conf).items():
+        os.environ[key] = value  # read by the driver JVM that getOrCreate launches
     saved_args = os.environ.get("PYSPARK_SUBMIT_ARGS")
     if secrets is not None:
         os.environ["PYSPARK_SUBMIT_ARGS"] = f"--properties-file {shlex.quote(str(secrets))} {saved_args or 'pyspark-shell'}"

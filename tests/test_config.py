@@ -87,3 +87,100 @@ def test_parse_day_and_identifiers():
     for bad in ("1abc", "a-b", "a b", "", "x" * 200, "a;b"):
         with pytest.raises(ConfigError):
             validate_identifier(bad)
+
+
+# --- issue 19, item 7: typos, malformed values and an empty home are one-line errors ----------
+
+
+def _one_line(err: pytest.ExceptionInfo) -> str:
+    message = str(err.value)
+    assert "\n" not in message and "Traceback" not in message
+    return message
+
+
+def test_an_unknown_nested_key_in_the_file_is_refused(clean_env, tmp_path):
+    config = tmp_path / "typo.yml"
+    config.write_text("spark:\n  mastre: local[1]\n")
+    clean_env.setenv("QUICEXP_CONFIG", str(config))
+    with pytest.raises(ConfigError) as err:
+        load_settings(home=tmp_path)
+    assert "spark.mastre" in _one_line(err) and "unknown setting" in str(err.value)
+    config.write_text("ingest:\n  lookback_dayz: 2\n")
+    with pytest.raises(ConfigError, match=r"ingest\.lookback_dayz"):
+        load_settings(home=tmp_path)
+    config.write_text("spark:\n  master: local[1]\n")  # the control: the right key loads
+    assert load_settings(home=tmp_path).spark.master == "local[1]"
+
+
+@pytest.mark.parametrize(
+    ("variable", "message"),
+    [
+        ("QUICEXP_SPARK__MASTRE", "QUICEXP_SPARK__MASTRE (spark has"),
+        ("QUICEXP_CATALOG__PASWORD", "QUICEXP_CATALOG__PASWORD (catalog has"),
+        ("QUICEXP_SPRAK__MASTER", "'sprak' is not a settings section"),
+    ],
+)
+def test_an_unknown_nested_key_in_the_environment_is_refused(clean_env, tmp_path, variable, message):
+    clean_env.setenv(variable, "local[1]")
+    with pytest.raises(ConfigError) as err:
+        load_settings(home=tmp_path)
+    assert message in _one_line(err)
+
+
+def test_unknown_keys_are_refused_in_arguments_at_every_depth(clean_env):
+    for overrides, where in (
+        ({"spark": {"mastre": "x"}}, "spark.mastre"),
+        ({"services": {"thrift_prot": 1}}, "services.thrift_prot"),
+        ({"catalog": {"hots": "127.0.0.1"}}, "catalog.hots"),
+    ):
+        with pytest.raises(ConfigError) as err:
+            load_settings(**overrides)
+        assert where in _one_line(err)
+
+
+def test_malformed_json_in_extra_conf_is_one_line(clean_env, tmp_path):
+    clean_env.setenv("QUICEXP_SPARK__EXTRA_CONF", '{"spark.x": "1",')
+    with pytest.raises(ConfigError) as err:
+        load_settings(home=tmp_path)
+    assert _one_line(err).startswith("QUICEXP_SPARK__EXTRA_CONF is not valid JSON")
+    clean_env.setenv("QUICEXP_SPARK__EXTRA_CONF", '["spark.x"]')
+    with pytest.raises(ConfigError, match="JSON object"):
+        load_settings(home=tmp_path)
+    clean_env.setenv("QUICEXP_SPARK__EXTRA_CONF", '{"spark.x": "1"}')
+    assert load_settings(home=tmp_path).spark.extra_conf == {"spark.x": "1"}
+
+
+def test_a_config_file_that_is_not_utf8_is_one_line(clean_env, tmp_path):
+    config = tmp_path / "latin1.yml"
+    config.write_bytes("bronze_schema: caf\u00e9\n".encode("latin-1"))
+    clean_env.setenv("QUICEXP_CONFIG", str(config))
+    with pytest.raises(ConfigError) as err:
+        load_settings(home=tmp_path)
+    assert "is not UTF-8" in _one_line(err) and str(config) in str(err.value)
+
+
+@pytest.mark.parametrize("value", ["", "   "])
+def test_an_empty_home_is_refused(clean_env, value):
+    clean_env.setenv("QUICEXP_HOME", value)
+    with pytest.raises(ConfigError) as err:
+        load_settings()
+    assert "at home" in _one_line(err) and "must not be empty" in str(err.value)
+
+
+@pytest.mark.parametrize("host", ["127.evil.example", "127.0.0.1.nip.io", "0.0.0.0", "10.0.0.5", "::", "example.com"])
+def test_bind_and_catalog_hosts_must_be_loopback_addresses(clean_env, host):
+    for overrides in ({"services": {"bind_host": host}}, {"catalog": {"host": host}}):
+        with pytest.raises(ConfigError) as err:
+            load_settings(**overrides)
+        assert "loopback address" in _one_line(err)
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "127.0.0.2", "::1", "localhost"])
+def test_loopback_hosts_are_accepted(clean_env, host):
+    settings = load_settings(services={"bind_host": host}, catalog={"host": host})
+    assert settings.services.bind_host == settings.catalog.host == host
+
+
+def test_a_jdbc_catalog_may_name_any_host(clean_env):
+    url = "jdbc:postgresql://postgres:5432/metastore"
+    assert load_settings(catalog={"kind": "jdbc", "jdbc_url": url, "host": "postgres"}).catalog.jdbc_url == url

@@ -138,7 +138,7 @@ def test_secrets_come_only_from_the_environment():
                 assert example[_VAR.match(value).group(1)] == "", f"{key}: .env.example must not hold a value"
             for credentials in re.findall(r"://[^/@\s]+:([^/@\s]+)@", str(value)):
                 assert re.fullmatch(r"\$\{[A-Z_]+:\?[^}]+\}", credentials), f"{name}.{key}: literal password in URL"
-    used = referenced_vars(raw)
+    used = referenced_vars(raw) | {spec["environment"] for spec in raw.get("secrets", {}).values()}
     assert used == set(example), f"undocumented: {used - set(example)}, unused: {set(example) - used}"
     with pytest.raises(KeyError, match="required variable"):
         interpolate(raw, {})
@@ -222,3 +222,152 @@ def test_airflow_init_creates_the_pool_the_daily_dag_uses():
 def test_entrypoint_and_init_scripts_parse():
     for script in ("deploy/entrypoint.sh", "deploy/postgres/init-databases.sh", "deploy/make-env.sh"):
         subprocess.run(["bash", "-n", str(REPO / script)], check=True)
+
+
+
+# --- issue 19, item 8: no secret on a command line or in a log, failures fail, Spark RPC authenticated
+
+
+#: Secrets a program would otherwise take as an argument or print: containers get them as files.
+FILE_SECRETS = {
+    "spark_auth_secret": "SPARK_AUTH_SECRET",
+    "thrift_password": "THRIFT_PASSWORD",
+    "superset_admin_password": "SUPERSET_ADMIN_PASSWORD",
+    "airflow_admin_password": "AIRFLOW_ADMIN_PASSWORD",
+}
+#: A shell expansion of a secret-named variable ($X_PASSWORD, ${X_SECRET}); ``*_FILE`` names a path.
+_SECRET_EXPANSION = re.compile(r"\$\{?!?([A-Z0-9_]*(?:PASSWORD|SECRET|FERNET)[A-Z0-9_]*)")
+
+
+def _scripts() -> dict[str, str]:
+    return {p: (REPO / p).read_text() for p in ("deploy/entrypoint.sh", "deploy/postgres/init-databases.sh")}
+
+
+def test_file_secrets_reach_containers_as_files_never_as_environment(compose):
+    raw = yaml.safe_load(COMPOSE.read_text())
+    assert {name: spec["environment"] for name, spec in raw["secrets"].items()} == FILE_SECRETS
+    for name, service in compose["services"].items():
+        env = service.get("environment") or {}
+        for var in FILE_SECRETS.values():
+            assert var not in env, f"{name} has {var} in its environment (visible to `docker inspect`)"
+        for secret in service.get("secrets", []):
+            assert secret in FILE_SECRETS, f"{name}: unknown secret {secret}"
+
+
+def test_no_secret_is_expanded_on_a_command_line():
+    """Entry point roles pass secrets by stdin or 0600 files: a secret variable is never expanded
+    in a script (where it would become some program's argument) and no `--password` flag is used."""
+    for path, text in _scripts().items():
+        code = "\n".join(line.split(" #", 1)[0] for line in text.splitlines() if not line.lstrip().startswith("#"))
+        expanded = {name for name in _SECRET_EXPANSION.findall(code) if not name.endswith("_FILE")}
+        assert not expanded, f"{path} expands {sorted(expanded)}"
+        assert "--password" not in code, f"{path} passes a password as an argument"
+    raw = yaml.safe_load(COMPOSE.read_text())
+    for name, service in raw["services"].items():
+        command = " ".join(map(str, service.get("command") or []))
+        assert not _SECRET_EXPANSION.search(command), f"{name}: a secret on its command line"
+    roles = entrypoint_roles()
+    assert "< \"$admin_password\"" in roles["superset-init"]  # Superset's admin: stdin
+    assert "< \"$thrift_password\"" in roles["superset-init"]  # the lake login: stdin
+
+
+def test_setup_failures_fail():
+    for path, text in _scripts().items():
+        assert "set -euo pipefail" in text, path
+        code = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("#"))
+        for bad in ("|| true", "|| :", "||true", "; true"):
+            assert bad not in code, f"{path} hides a failure with '{bad}'"
+    assert "set -euo pipefail" in (REPO / "deploy" / "make-env.sh").read_text()
+
+
+def test_airflow_init_writes_the_admin_password_before_the_api_server_starts(compose):
+    roles = entrypoint_roles()
+    services = compose["services"]
+    assert "deploy/airflow_passwords.py" in roles["airflow-init"]
+    assert "airflow_admin_password" in services["airflow-init"]["secrets"]
+    passwords = services["airflow-init"]["environment"]["AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE"]
+    api = services["airflow-apiserver"]
+    assert api["environment"]["AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE"] == passwords
+    assert api["depends_on"]["airflow-init"]["condition"] == "service_completed_successfully"
+    users = api["environment"]["AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS"].split(",")
+    assert [u.split(":")[0] for u in users] == ["admin"]  # the one user airflow-init writes
+
+
+def _simple_auth_manager_output(tmp_path, passwords_file, control_file) -> tuple[str, str]:
+    """What Airflow's simple auth manager prints when its API server starts (the real class), with
+    ``passwords_file`` and then with ``control_file``: one interpreter, Airflow imported once."""
+    code = (
+        "import sys\n"
+        "from airflow.configuration import conf\n"
+        "from airflow.api_fastapi.auth.managers.simple.simple_auth_manager import SimpleAuthManager\n"
+        "SimpleAuthManager().init()\n"
+        "sys.stdout.flush(); sys.stderr.flush(); print('=== control ===', flush=True)\n"
+        "import os; os.environ.pop('AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE')\n"
+        f"conf.set('core', 'simple_auth_manager_passwords_file', {str(control_file)!r})\n"
+        "SimpleAuthManager().init()\n"
+    )
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "HOME": str(tmp_path),
+        "AIRFLOW_HOME": str(tmp_path / "airflow"),
+        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": "admin:admin",
+        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(passwords_file),
+        "AIRFLOW__CORE__LOAD_EXAMPLES": "false",
+        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{tmp_path / 'airflow.db'}",
+    }
+    proc = subprocess.run([str(REPO / ".venvs" / "airflow" / "bin" / "python"), "-c", code], env=env,
+                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    first, _, control = proc.stdout.partition("=== control ===")
+    return first + proc.stderr, control
+
+
+def test_airflow_prints_no_password_for_a_user_airflow_init_wrote(tmp_path):
+    secret = tmp_path / "airflow_admin_password"
+    secret.write_text("s3cret-from-the-env-file\n")
+    passwords = tmp_path / "passwords.json"
+    subprocess.run([str(REPO / ".venvs" / "airflow" / "bin" / "python"), str(REPO / "deploy" / "airflow_passwords.py"),
+                    str(passwords), "admin", str(secret)], check=True)  # fmt: skip
+    assert passwords.stat().st_mode & 0o777 == 0o600
+    assert json.loads(passwords.read_text()) == {"admin": "s3cret-from-the-env-file"}
+    output, generated = _simple_auth_manager_output(tmp_path, passwords, tmp_path / "fresh.json")
+    assert "s3cret" not in output and "Password for user" not in output
+    assert json.loads(passwords.read_text()) == {"admin": "s3cret-from-the-env-file"}  # kept, not regenerated
+    # the control: without the file written first, Airflow generates a password and prints it
+    assert "Password for user 'admin'" in generated
+
+
+def test_spark_rpc_is_authenticated_with_a_secret_file(compose, tmp_path):
+    from quicexp.config import load_settings
+    from quicexp.spark import SECRET_KEYS, spark_conf
+
+    services = compose["services"]
+    spark_users = {"spark-master", "spark-worker", "thrift-server", "airflow-scheduler", "pipeline", "metastore-init"}
+    for name in spark_users:
+        assert "spark_auth_secret" in services[name].get("secrets", []), f"{name} lacks the Spark secret"
+    for name in spark_users - {"spark-master", "spark-worker"}:
+        env = services[name]["environment"]
+        assert env["QUICEXP_SPARK__AUTH_SECRET_FILE"] == "/run/secrets/spark_auth_secret", name
+    roles = entrypoint_roles()
+    for role in ("spark-master", "spark-worker"):
+        assert "spark_auth_conf" in roles[role], f"{role} starts without spark.authenticate"
+    assert "spark.authenticate true" in ENTRYPOINT.read_text()
+    # the applications' side: the setting turns authentication on, and the secret is one of the
+    # keys kept off the command line (spark-submit --properties-file, mode 0600)
+    secret = tmp_path / "spark_auth_secret"
+    secret.write_text("rpc-secret\n")
+    settings = load_settings(home=tmp_path, spark={"master": "spark://spark-master:7077", "auth_secret_file": str(secret)})
+    conf = spark_conf(settings)
+    assert conf["spark.authenticate"] == "true" and conf["spark.authenticate.secret"] == "rpc-secret"
+    assert "spark.authenticate.secret" in SECRET_KEYS
+    assert "spark.authenticate" not in spark_conf(load_settings(home=tmp_path))  # off on one machine
+
+
+def test_the_thrift_server_requires_its_login_and_runs_the_sql_guard():
+    thrift = entrypoint_roles()["thrift-server"]
+    assert "hive.server2.authentication=CUSTOM" in thrift
+    assert "quicexp.jvm.ThriftPasswordAuth" in thrift
+    assert "--thrift-server" in thrift  # spark_properties.py: the project jar and the SQL guard
+    dockerfile = (REPO / "deploy" / "Dockerfile").read_text()
+    assert "openjdk-17-jdk-headless" in dockerfile  # javac for jvm/src at setup
+    assert dockerfile.index("COPY --chown=quicexp jvm/") < dockerfile.index("RUN scripts/setup.sh")

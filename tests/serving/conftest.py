@@ -98,15 +98,15 @@ def thrift(serving: ServingLake):
 
 
 @pytest.fixture(scope="session")
-def thrift_cursor(thrift):
-    """A factory of DB-API cursors on the Thrift server (pyhive)."""
-    from pyhive import hive
+def thrift_cursor(serving, thrift):
+    """A factory of DB-API cursors on the Thrift server (pyhive), logged in with its credentials."""
+    serving_settings = serving.settings
+    from quicexp.app.serve import connect
 
-    host, port = thrift
     connections = []
 
     def make():
-        conn = hive.connect(host=host, port=port, username="analyst")
+        conn = connect(serving_settings)  # the generated login (state_dir/thrift)
         connections.append(conn)
         return conn.cursor()
 

@@ -29,6 +29,17 @@ class SupersetApi:
         resp.raise_for_status()
         return resp.json()
 
+    def sqllab(self, database_id: int, sql: str, schema: str | None = None) -> requests.Response:
+        """Run ``sql`` through SQL Lab's API (synchronously), as the SQL Lab page does."""
+        token = self.get("/api/v1/security/csrf_token/")["result"]
+        return self.session.post(
+            f"{self.url}/api/v1/sqllab/execute/",
+            json={"database_id": database_id, "sql": sql, "schema": schema, "runAsync": False,
+                  "client_id": f"t{abs(hash(sql)) % 10**9}", "queryLimit": 100},
+            headers={"X-CSRFToken": token, "Referer": self.url},
+            timeout=600,
+        )  # fmt: skip
+
     def charts(self) -> list[dict[str, Any]]:
         """Every chart with its id, uuid, viz type, dataset id and saved params."""
         return self.get("/api/v1/chart/", q="(page_size:100)")["result"]

@@ -162,3 +162,28 @@ def test_export_normalises_back_to_the_committed_bundle(serving, superset, tmp_p
     assert exported.keys() == committed.keys()
     for rel, doc in committed.items():
         assert exported[rel] == doc, rel
+
+
+# --- issue 19, item 1: SQL Lab cannot reach a process or a JVM method either --------------------
+
+
+def test_render_puts_the_thrift_login_beside_the_bundle_not_in_it(serving):
+    rendered = bundle.render(bundle.load_bundle(), serving.settings, "quicexp")
+    [database] = [d for rel, d in rendered.items() if rel.startswith("databases/")]
+    port = serving.settings.services.thrift_port
+    assert database["sqlalchemy_uri"] == f"hive://quicexp:XXXXXXXXXX@127.0.0.1:{port}/default?auth=CUSTOM"
+    assert "password" not in database
+
+
+def test_sql_lab_refuses_script_transforms_and_reflection(serving, api):
+    from tests.serving.test_thrift import PAYLOADS
+
+    [database] = api.get("/api/v1/database/", q="(page_size:10)")["result"]
+    control = api.sqllab(database["id"], "SELECT 1 AS one", serving.settings.gold_schema)
+    assert control.status_code == 200, control.text[:500]  # logged in to Thrift with the credentials
+    assert control.json()["data"] == [{"one": 1}]
+    for sql, named in PAYLOADS[:5]:
+        resp = api.sqllab(database["id"], sql, serving.settings.gold_schema)
+        assert resp.status_code != 200, f"{sql}: {resp.text[:300]}"
+        assert "quicexp SQL guard: refused" in resp.text and named in resp.text, f"{sql}: {resp.text[:500]}"
+        assert "uid=" not in resp.text

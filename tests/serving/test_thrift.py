@@ -9,14 +9,22 @@ import socket
 import subprocess
 import threading
 
-from quicexp.app.serve import THRIFT_CLASS, thrift_command, thrift_status
+import pytest
+
+from quicexp.app.serve import (
+    THRIFT_CLASS,
+    ThriftPaths,
+    thrift_command,
+    thrift_credentials,
+    thrift_status,
+)
 
 
 def test_command_passes_jars_both_ways_and_binds_loopback(serving):
     cmd, hidden = thrift_command(serving.settings)
-    assert (
-        not hidden and "--properties-file" not in cmd
-    )  # the embedded Derby metastore has no password
+    # the embedded Derby metastore's generated password goes to the 0600 properties file
+    assert set(hidden) == {"spark.hadoop.javax.jdo.option.ConnectionPassword"}
+    assert "--properties-file" in cmd and hidden[next(iter(hidden))] not in " ".join(cmd)
     joined = " ".join(cmd)
     assert THRIFT_CLASS in cmd and "spark-internal" in cmd
     jars = cmd[cmd.index("--jars") + 1].split(",")
@@ -124,3 +132,71 @@ def test_thrift_port_reachable_on_loopback_only(serving, thrift):
 
 def test_status_reports_running(serving, thrift):
     assert "running" in thrift_status(serving.settings)
+
+
+# --- issue 19, item 1: who may connect, and what no SQL may do ----------------------------------
+
+#: (payload, what the refusal names): a process, JVM methods, code loading, files outside the lake.
+PAYLOADS = [
+    ("SELECT TRANSFORM('x') USING 'id'", "script transformation"),
+    ("SELECT TRANSFORM(1, 2) USING 'cat' AS (a, b)", "script transformation"),
+    ("SELECT reflect('java.lang.System', 'getProperty', 'user.name')", "reflect()"),
+    ("SELECT java_method('java.lang.Math', 'abs', -1)", "reflect()"),
+    ("SELECT try_reflect('java.lang.Math', 'abs', -1)", "reflect()"),
+    ("SELECT 1 WHERE 1 IN (SELECT reflect('java.lang.Math', 'abs', -1))", "reflect()"),
+    ("WITH t AS (SELECT java_method('java.lang.Math', 'abs', -1) x) SELECT * FROM t", "reflect()"),
+    ("CREATE TEMPORARY FUNCTION r AS 'org.apache.hadoop.hive.ql.udf.generic.GenericUDFReflect'", "CREATE FUNCTION"),
+    ("ADD JAR /tmp/quicexp-no-such.jar", "ADD JAR"),
+    ("INSERT OVERWRITE LOCAL DIRECTORY '/tmp/quicexp-guard-probe' SELECT 1", "INSERT OVERWRITE DIRECTORY"),
+]
+
+
+def test_credentials_are_generated_private_and_outside_the_repo(serving, thrift):
+    import stat
+
+    from quicexp.config import REPO_ROOT
+
+    path = ThriftPaths.of(serving.settings).credentials
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert REPO_ROOT not in path.resolve().parents
+    user, password = thrift_credentials(serving.settings, create=False)
+    assert user and len(password) >= 24
+    log = ThriftPaths.of(serving.settings).log_file.read_text(errors="replace")
+    assert password not in log, "the password must not reach the server's log"
+    server = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+    assert password not in server, "nor a command line"
+
+
+def test_a_connection_without_the_credentials_is_refused(serving, thrift, thrift_cursor):
+    from pyhive import hive
+    from thrift.transport.TTransport import TTransportException
+
+    host, port = thrift
+    user, password = thrift_credentials(serving.settings, create=False)
+    attempts = {
+        "no password (NONE auth, any user name)": dict(username="analyst"),
+        "wrong password": dict(username=user, password=password + "x", auth="CUSTOM"),
+        "wrong user": dict(username="admin", password=password, auth="CUSTOM"),
+        "empty password": dict(username=user, password="", auth="CUSTOM"),
+    }
+    for what, kwargs in attempts.items():
+        with pytest.raises(TTransportException, match="Error validating the login"):
+            hive.connect(host=host, port=port, **kwargs).cursor().execute("SELECT 1")
+            pytest.fail(f"{what}: connected")
+    cur = thrift_cursor()  # the control: the generated credentials log in
+    cur.execute("SELECT 1")
+    assert cur.fetchall() == [(1,)]
+
+
+@pytest.mark.parametrize(("sql", "named"), PAYLOADS, ids=[p[0][:40] for p in PAYLOADS])
+def test_no_sql_can_run_a_process_or_a_jvm_method(serving, thrift_cursor, sql, named):
+    from pyhive.exc import OperationalError
+
+    cur = thrift_cursor()
+    with pytest.raises(OperationalError) as refused:
+        cur.execute(sql)
+    message = str(refused.value)
+    assert "quicexp SQL guard: refused" in message and named in message, message[:500]
+    assert "uid=" not in message
+    cur.execute("SELECT 1")  # the session stays usable
+    assert cur.fetchall() == [(1,)]

@@ -1,7 +1,8 @@
 """Tasks run by the Superset environment's own interpreter (.venvs/superset); no quicexp imports.
 
 ``python _in_superset.py admin`` (password on stdin, so it never shows in a process list),
-``python _in_superset.py import <bundle.zip>`` (overwrite by UUID, Superset's "assets" import),
+``python _in_superset.py import <bundle.zip|folder>`` (overwrite by UUID, Superset's "assets"
+import; the lake's Thrift password, if any, on stdin),
 ``python _in_superset.py export <out.zip>`` (every dashboard with its charts, datasets, database).
 Errors are one line on stderr and exit code 2.
 """
@@ -9,6 +10,8 @@ Errors are one line on stderr and exit code 2.
 from __future__ import annotations
 
 import sys
+from io import BytesIO
+from pathlib import Path
 from zipfile import ZipFile
 
 
@@ -35,7 +38,19 @@ def admin() -> None:
     db.session.commit()
 
 
+def _zip_directory(root: str) -> BytesIO:
+    buffer = BytesIO()
+    base = Path(root)
+    with ZipFile(buffer, "w") as archive:
+        for path in sorted(base.rglob("*.yaml")):
+            archive.write(path, f"bundle/{path.relative_to(base).as_posix()}")
+    buffer.seek(0)
+    return buffer
+
+
 def import_bundle(path: str) -> None:
+    """Import a bundle (zip or folder); the lake password, if any, is the first line of stdin and
+    goes to every database of the bundle through the importer's ``passwords``."""
     from flask import g
     from superset import security_manager as sm
     from superset.commands.exceptions import CommandInvalidError
@@ -43,10 +58,13 @@ def import_bundle(path: str) -> None:
     from superset.commands.importers.v1.utils import get_contents_from_bundle
 
     g.user = sm.find_user(username="admin")
-    with ZipFile(path) as bundle:
+    password = "" if sys.stdin is None or sys.stdin.isatty() else sys.stdin.readline().rstrip("\n")
+    source = _zip_directory(path) if Path(path).is_dir() else path
+    with ZipFile(source) as bundle:
         contents = get_contents_from_bundle(bundle)
+    passwords = {name: password for name in contents if name.startswith("databases/")} if password else {}
     try:
-        ImportAssetsCommand(contents).run()
+        ImportAssetsCommand(contents, passwords=passwords).run()
     except CommandInvalidError as exc:
         problems = "; ".join(f"{name}: {msg}" for name, msg in exc.normalized_messages().items())
         raise SystemExit(f"bundle rejected: {problems}") from None

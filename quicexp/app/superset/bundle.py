@@ -59,9 +59,21 @@ _INSTANCE_DASHBOARD_KEYS = {
 _VIEWED_DASHBOARD_KEYS = {"color_scheme_domain", "shared_label_colors"}
 
 
-def lake_uri(settings: Settings) -> str:
-    """The credential-free SQLAlchemy URI of the lake database (the Thrift server, pyhive)."""
-    return f"hive://{settings.services.bind_host}:{settings.services.thrift_port}/default"
+#: Superset's placeholder for a password it keeps encrypted apart from the URI.
+PASSWORD_MASK = "X" * 10
+
+
+def lake_uri(settings: Settings, user: str | None = None) -> str:
+    """The SQLAlchemy URI of the lake database (the Thrift server, pyhive).
+
+    Without ``user``: credential-free (the canonical form). With it: the user, Superset's
+    password mask and ``auth=CUSTOM``; the password itself travels beside the bundle
+    (``passwords`` of Superset's importer), never inside it.
+    """
+    where = f"{settings.services.bind_host}:{settings.services.thrift_port}/default"
+    if user is None:
+        return f"hive://{where}"
+    return f"hive://{user}:{PASSWORD_MASK}@{where}?auth=CUSTOM"
 
 
 def load_bundle(root: Path = BUNDLE_DIR) -> dict[str, dict[str, Any]]:
@@ -84,13 +96,16 @@ def _swap_schema(sql: str | None, old: str, new: str) -> str | None:
     return re.sub(rf"\b{re.escape(old)}\.", f"{new}.", sql)
 
 
-def render(files: dict[str, dict[str, Any]], settings: Settings) -> dict[str, dict[str, Any]]:
-    """The bundle as this installation imports it: its Thrift URI and its gold schema."""
+def render(
+    files: dict[str, dict[str, Any]], settings: Settings, user: str | None = None
+) -> dict[str, dict[str, Any]]:
+    """The bundle as this installation imports it: its Thrift URI (with ``user`` and the
+    password mask when given) and its gold schema."""
     schema = validate_identifier(settings.gold_schema, "gold schema")
     out = {}
     for rel, doc in copy.deepcopy(files).items():  # the caller's bundle is left as it was
         if rel.startswith("databases/"):
-            doc["sqlalchemy_uri"] = lake_uri(settings)
+            doc["sqlalchemy_uri"] = lake_uri(settings, user)
         elif rel.startswith("datasets/"):
             if doc.get("schema") == CANONICAL_SCHEMA:
                 doc["schema"] = schema

@@ -127,12 +127,17 @@ def import_bundle(settings: Settings, root: Path = bundle.BUNDLE_DIR, log=print)
     broken = list(bundle.uuid_links(files))
     if broken:
         raise ConfigError(f"bundle {root} has broken links: {broken[0]}")
-    rendered = bundle.render(files, settings)
+    # The lake connection logs in to the Thrift server with its generated credentials: the user in
+    # the URI, the password on the importer's stdin (stored encrypted with SECRET_KEY by Superset).
+    from quicexp.app.serve import thrift_credentials
+
+    user, password = thrift_credentials(settings)
+    rendered = bundle.render(files, settings, user)
     started = time.monotonic()
     with tempfile.TemporaryDirectory() as tmp:
         archive = Path(tmp) / "bundle.zip"
         archive.write_bytes(bundle.to_zip(rendered))
-        _task(settings, "import", str(archive))
+        _task(settings, "import", str(archive), stdin=password + "\n")
     log(f"imported {len(files) - 1} assets from {root} in {time.monotonic() - started:.1f}s")
     return len(files) - 1
 
