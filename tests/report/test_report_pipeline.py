@@ -12,9 +12,9 @@ import pytest
 from _report_html import assert_readable, browser_facts, soup, table_rows, visible_text
 
 import jobs.report
-from jobs.report.fmt import effect, value_text
-from jobs.report.metrics import display
 from quicexp.config import ConfigError
+from reports.fmt import effect, value_text
+from reports.metrics import display
 from tests.pipeline_lake import FHOL
 
 pytestmark = [pytest.mark.slow, pytest.mark.e2e]
