@@ -14,7 +14,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from functools import lru_cache
 
 from quicexp.metrics import GROUPS, Metric, MetricRegistry, load_metrics
 
@@ -75,8 +74,19 @@ def _display(m: Metric) -> MetricDisplay:
     return MetricDisplay(m.label, unit, m.scale, m.higher_is_better, m.group)
 
 
-@lru_cache(maxsize=8)
+_memo: tuple[MetricRegistry, tuple[dict[str, MetricDisplay], dict[str, int]]] | None = None
+
+
 def _catalog(registry: MetricRegistry) -> tuple[dict[str, MetricDisplay], dict[str, int]]:
+    """The display facts of the registry in use, rebuilt only when it changes (load_metrics
+    returns the same object while the file is unchanged)."""
+    global _memo
+    if _memo is None or _memo[0] is not registry:
+        _memo = (registry, _build(registry))
+    return _memo[1]
+
+
+def _build(registry: MetricRegistry) -> tuple[dict[str, MetricDisplay], dict[str, int]]:
     """name -> display facts, and name -> reading rank (section order, then registry order)."""
     displays = {m.name: _display(m) for m in registry.metrics}
     ranked = sorted(registry.metrics, key=lambda m: GROUPS.index(m.group))
@@ -84,7 +94,9 @@ def _catalog(registry: MetricRegistry) -> tuple[dict[str, MetricDisplay], dict[s
 
 
 #: metrics that make an experiment a multipath one (seed 004 section)
-MULTIPATH_METRICS = frozenset({"srtt_p", "close_delay", "close_delay_p", "reinjection_overhead"})
+MULTIPATH_METRICS = frozenset(
+    {"srtt_p", "srtt", "close_delay", "close_delay_p", "reinjection_overhead"}
+)
 
 
 def display(metric: str) -> MetricDisplay:
