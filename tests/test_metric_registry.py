@@ -214,3 +214,15 @@ def test_the_dashboards_name_only_registered_metrics():
     names = _chart_metrics()
     assert names, "no chart filters on a metric: the check would pass vacuously"
     assert names <= set(load_metrics().names), names - set(load_metrics().names)
+
+
+def test_the_report_job_stops_on_a_missing_registry_before_any_spark(tmp_path):
+    """jobs.report.run reads the metric registry first: a missing one is a one-line ConfigError
+    and the Spark session (None here) is never touched."""
+    from datetime import date
+
+    import jobs.report
+
+    settings = load_settings(home=tmp_path, metrics_file=tmp_path / "nope.yml")
+    with pytest.raises(ConfigError, match="cannot read the metric registry"):
+        jobs.report.run(None, settings, date(2026, 6, 17), "fhol_test")

@@ -75,12 +75,14 @@ def run(spark: SparkSession, settings: Settings, day: date, experiment_id: str,
     """Write the report of ``experiment_id`` as of ``day``; returns the file paths.
 
     The experiment's arms and split are those the pipeline published (bronze.experiment_arms),
-    or ``registry``'s when given. Raises ConfigError (one line) when there are no results.
+    or ``registry``'s when given; labels, sections and units are the metric registry's
+    (``settings.metrics_file``). Raises ConfigError (one line) when there are no results or the
+    metric registry is missing or invalid.
     """
     started = time.monotonic()
+    metrics = load_metrics(settings.metrics_file)  # a bad registry stops here, before any Spark
     experiment = load_experiment(spark, settings, experiment_id, registry)
-    data = replace(load_report_data(spark, settings, day, experiment),
-                   metrics=load_metrics(settings.metrics_file))  # fmt: skip
+    data = replace(load_report_data(spark, settings, day, experiment), metrics=metrics)
     loaded = time.monotonic()
     log.info("report %s %s: %d result rows over %d as-of dates loaded in %.1fs%s", experiment_id, day,
              len(data.results), data.results["as_of_date"].nunique(), loaded - started,
