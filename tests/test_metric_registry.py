@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from quicexp.config import REPO_ROOT, ConfigError, load_settings
-from quicexp.metrics import load_metrics, parse_metrics, segment_types
+from quicexp.metrics import EVENT_SOURCES, load_metrics, parse_metrics, segment_types
 
 REGISTRY = REPO_ROOT / "registry" / "metrics.yml"
 DOC = yaml.safe_load(REGISTRY.read_text())
@@ -53,6 +53,15 @@ def _added(**changes) -> dict:
     return doc
 
 
+def _every_source_and_segment_type() -> dict:
+    """One new metric per source Python knows, each reported for every segment type it knows."""
+    doc = copy.deepcopy(DOC)
+    for source in EVENT_SOURCES:
+        doc["metrics"].append({**NEW_METRIC, "name": f"n_{source}", "source": source,
+                               "segments": list(segment_types())})  # fmt: skip
+    return doc
+
+
 def _quantile_first(**changes) -> dict:
     doc = copy.deepcopy(DOC)
     entry = next(m for m in doc["metrics"] if m["kind"] == "quantile")
@@ -67,6 +76,7 @@ VARIANTS = [
     ("a bare-number denominator", _added(kind="ratio", denominator=1), True),
     ("a two-way segment type", _added(segments=["overall", "platform×rtt_bucket"]), True),
     ("display facts set", _added(group="transport", scale=1000, guardrail=True), True),
+    ("every source and segment type", _every_source_and_segment_type(), True),
     ("unknown kind", _first(kind="rattio"), False),
     ("unknown source", _first(source="dns_queries"), False),
     ("bad name", _first(name="RequestLatency"), False),
