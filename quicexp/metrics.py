@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
-from typing import Literal
+from typing import Literal, get_args
 
 import yaml
 from pydantic import (
@@ -26,16 +26,6 @@ from pydantic import (
 
 from quicexp.config import REPO_ROOT, ConfigError
 
-#: the event kinds (bronze tables) a metric can come from; macros/metrics.sql event_sources()
-EVENT_SOURCES = (
-    "http_transactions",
-    "search_queries",
-    "page_loads",
-    "video_playbacks",
-    "connections",
-    "multipath_paths",
-    "header_compression",
-)
 #: segment types every unit has; macros/segments.sql segment_types() (plus the combinations)
 BASE_SEGMENT_TYPES = (
     "overall",
@@ -45,8 +35,6 @@ BASE_SEGMENT_TYPES = (
     "loss_bucket",
     "bandwidth_bucket",
 )
-#: the report's sections, in reading order
-GROUPS = ("latency", "video", "transport", "other")
 DEFAULT_QUANTILES = (0.5, 0.9, 0.95, 0.99)
 
 Kind = Literal["mean", "proportion", "ratio", "quantile"]
@@ -59,7 +47,11 @@ Source = Literal[
     "multipath_paths",
     "header_compression",
 ]
+#: the report's sections, in reading order
 Group = Literal["latency", "video", "transport", "other"]
+#: the event kinds (bronze tables) a metric can come from; macros/metrics.sql event_sources()
+EVENT_SOURCES: tuple[str, ...] = get_args(Source)
+GROUPS: tuple[str, ...] = get_args(Group)
 NAME_PATTERN = r"^[a-z][a-z0-9_]{0,62}$"
 #: a SQL expression may be written as a bare number in YAML (``denominator: 1``)
 SqlText = str
