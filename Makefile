@@ -32,7 +32,7 @@ test-fast: setup ## Run the tests that need no JVM or service (marked by tests/c
 	@$(PY) -m pytest -m "not spark and not e2e and not slow" $(PYTEST_ARGS)
 
 lint: setup ## ruff over the Python code, and the import-linter layer contracts (pyproject.toml)
-	@.venvs/pipeline/bin/ruff check quicexp jobs stats simulation lab dags bench tests
+	@.venvs/pipeline/bin/ruff check quicexp jobs reports stats simulation lab dags bench tests
 	@.venvs/pipeline/bin/lint-imports --no-cache
 
 bench: setup ## Benchmarks at SIZE events (prints seconds, events/s and Spark/DuckDB ratios)

@@ -14,6 +14,7 @@
             'segments': none, 'histogram_of': none, 'guardrail': false,
         } -%}
         {%- do m.update(raw) -%}
+        {%- do check_metric_fields(raw) -%}
         {%- if not modules.re.match('^[a-z][a-z0-9_]{0,62}$', m['name'] | string) -%}
             {%- do exceptions.raise_compiler_error("registry/metrics.yml: bad metric name " ~ m['name']) -%}
         {%- endif -%}

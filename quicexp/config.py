@@ -147,6 +147,8 @@ class Settings(BaseSettings):
     state_dir: Path = Path.home() / ".config" / "quicexp"
     #: the experiment registry (QUICEXP_REGISTRY_FILE): which experiments run, arms and splits
     registry_file: Path = REPO_ROOT / "registry" / "experiments.yml"
+    #: the metric registry (QUICEXP_METRICS_FILE): every metric, its SQL and its display facts
+    metrics_file: Path = REPO_ROOT / "registry" / "metrics.yml"
     jar_cache: Path = Path.home() / ".cache" / "quicexp" / "jars"
     bronze_schema: str = "bronze"
     silver_schema: str = "silver"

@@ -9,16 +9,17 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from jobs.delta_io import ensure_schema, ensure_table, qualified, replace_where
-from jobs.report.compose import RenderedReport, render
 from jobs.report.load import load_experiment, load_report_data
 from quicexp.config import Settings
+from quicexp.metrics import load_metrics
 from quicexp.registry import Registry
+from reports.compose import RenderedReport, render
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -74,11 +75,14 @@ def run(spark: SparkSession, settings: Settings, day: date, experiment_id: str,
     """Write the report of ``experiment_id`` as of ``day``; returns the file paths.
 
     The experiment's arms and split are those the pipeline published (bronze.experiment_arms),
-    or ``registry``'s when given. Raises ConfigError (one line) when there are no results.
+    or ``registry``'s when given; labels, sections and units are the metric registry's
+    (``settings.metrics_file``). Raises ConfigError (one line) when there are no results or the
+    metric registry is missing or invalid.
     """
     started = time.monotonic()
+    metrics = load_metrics(settings.metrics_file)  # a bad registry stops here, before any Spark
     experiment = load_experiment(spark, settings, experiment_id, registry)
-    data = load_report_data(spark, settings, day, experiment)
+    data = replace(load_report_data(spark, settings, day, experiment), metrics=metrics)
     loaded = time.monotonic()
     log.info("report %s %s: %d result rows over %d as-of dates loaded in %.1fs%s", experiment_id, day,
              len(data.results), data.results["as_of_date"].nunique(), loaded - started,

@@ -13,10 +13,10 @@ from datetime import date
 from typing import TYPE_CHECKING
 
 from jobs.delta_io import qualified
-from jobs.report.data import SCORECARD_SEGMENTS, IngestQuality, ReportData
 from quicexp.config import ConfigError, Settings
 from quicexp.errors import InputDataError
 from quicexp.registry import Arm, Experiment, Registry, load_registry
+from reports.data import SCORECARD_SEGMENTS, IngestQuality, ReportData
 
 if TYPE_CHECKING:
     import pandas as pd

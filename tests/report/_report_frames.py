@@ -129,3 +129,26 @@ def results(
 ) -> pd.DataFrame:
     """The real stats engine's output for ``table``."""
     return analyze(table, AnalysisSettings(expected_split=expected or {}))
+
+
+def with_power(
+    results: pd.DataFrame, planned_units: int | None = 40_000, target: float | None = 0.05
+) -> pd.DataFrame:
+    """``results`` with the power columns of gold.experiment_results, derived from the engine's
+    own numbers: the MDE at the current size is the engine's ``mde_rel``; at the planned size it
+    scales as 1/sqrt(n) (same variance per unit); a metric is underpowered when the MDE at the
+    planned size (the current one without a plan) exceeds the target; the width ratio is the
+    always-valid interval's width over the fixed one's."""
+    out = results.copy()
+    n = (out["n_control"] + out["n_treatment"]).astype(float)
+    out["mde_relative"] = out["mde_rel"]
+    out["mde_relative_planned"] = (
+        out["mde_rel"] * np.sqrt(n / planned_units) if planned_units else np.nan
+    )
+    out["target_relative_effect"] = np.nan if target is None else target
+    reach = out["mde_relative_planned"].fillna(out["mde_relative"])
+    out["is_underpowered"] = (reach > target) if target is not None else False
+    out["sequential_width_ratio"] = (out["seq_ci_abs_upper"] - out["seq_ci_abs_lower"]) / (
+        out["ci_abs_upper"] - out["ci_abs_lower"]
+    )
+    return out

@@ -6,7 +6,7 @@ from _report_html import assert_readable, browser_facts
 from conftest import DAY, experiment
 from PIL import Image
 
-from jobs.report import ReportData, render
+from reports import ReportData, render
 
 
 def test_fhol_report_in_chromium(browser, fhol_results, tmp_path):

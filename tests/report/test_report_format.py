@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from jobs.report.fmt import (
+from reports.fmt import (
     MISSING,
     bucket_order,
     decimals_for,
@@ -18,7 +18,7 @@ from jobs.report.fmt import (
     value_text,
     verdict,
 )
-from jobs.report.metrics import display, metric_label, percentile_name
+from reports.metrics import display, metric_label, percentile_name
 
 
 def row(**kw):

@@ -12,9 +12,9 @@ import pytest
 from _report_html import assert_readable, browser_facts, soup, table_rows, visible_text
 
 import jobs.report
-from jobs.report.fmt import effect, value_text
-from jobs.report.metrics import display
-from quicexp.config import ConfigError
+from quicexp.errors import InputDataError
+from reports.fmt import effect, value_text
+from reports.metrics import display
 from tests.pipeline_lake import FHOL
 
 pytestmark = [pytest.mark.slow, pytest.mark.e2e]
@@ -162,7 +162,7 @@ def test_reports_are_in_the_lake_once_per_day(pipeline, spark):
 def test_a_day_without_results_is_a_one_line_error(pipeline, spark):
     settings = pipeline[0]
     with pytest.raises(
-        ConfigError, match=r"^no results for experiment fhol_2026_06 on 2026-07-01"
+        InputDataError, match=r"^no results for experiment fhol_2026_06 on 2026-07-01"
     ) as err:
         jobs.report.run(spark, settings, date(2026, 7, 1), FHOL)
     assert "\n" not in str(err.value)

@@ -7,9 +7,9 @@ import pytest
 from _report_html import FORBIDDEN, find_row, png_sizes, soup, table_rows, visible_text
 from conftest import DAY, experiment
 
-from jobs.report import IngestQuality, ReportData, render
-from jobs.report.fmt import effect, value_text
-from jobs.report.metrics import display
+from reports import IngestQuality, ReportData, render
+from reports.fmt import effect, value_text
+from reports.metrics import display
 
 QUALITY = IngestQuality(DAY.replace(day=15), DAY, 200_000, 210, 990, 1500)
 
@@ -188,3 +188,14 @@ def test_markdown_summary(fhol):
     assert "| p95 request latency | overall |" in md
     assert "Sample ratio check passed" in md and "Data quality (uploads" in md
     assert not FORBIDDEN.search(md)
+
+
+def test_older_results_without_the_power_columns_still_render(fhol):
+    """Results from before the power columns: no MDE-at-plan, width or flag columns, no gaps."""
+    data, out = fhol
+    assert "mde_relative" not in data.results.columns
+    doc = soup(out.html)
+    assert not set(table_rows(doc, "power-table")[0]) & {
+        "MDE at the planned size", "target effect", "always-valid / fixed width", "power"}  # fmt: skip
+    assert "MDE now" not in set(table_rows(doc, "scorecard")[0])
+    assert "MDE planned" not in out.markdown and "underpowered" not in out.markdown

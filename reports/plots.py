@@ -18,9 +18,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from jobs.report.data import BUCKET_SEGMENTS, as_dates
-from jobs.report.fmt import bucket_order, is_missing, segment_label, segment_rank
-from jobs.report.metrics import CURVE_METRIC, display, metric_label, sort_key
+from reports.data import BUCKET_SEGMENTS, as_dates
+from reports.fmt import bucket_order, is_missing, segment_label, segment_rank
+from reports.metrics import CURVE_METRIC, display, metric_label, sort_key
 
 WORSE, BETTER, NEUTRAL, SEQ = "#cf222e", "#1a7f37", "#57606a", "#8250df"
 FOREST_PANELS = 18

@@ -1,6 +1,6 @@
 """What one report is made of: plain pandas frames and small records, no Spark.
 
-:func:`jobs.report.load.load_report_data` fills a :class:`ReportData` from the lake; tests build
+:func:`jobs.report.load.load_report_data` (the job) fills a :class:`ReportData` from the lake; tests build
 one directly from the stats engine's output. Every source but the results is optional: a section
 whose source is missing says "not available" (``ReportData.missing`` names why).
 """
@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import TYPE_CHECKING
 
+from quicexp.metrics import MetricRegistry
 from quicexp.registry import Experiment
 
 if TYPE_CHECKING:
@@ -50,6 +51,8 @@ class ReportData:
         daily_values: gold.metric_values_daily rows (event_date <= day), or None.
         quality: ingest-audit totals, or None.
         missing: source name -> why it is not available (shown in the report's footer).
+        metrics: the metric registry the report names and orders metrics by; None: the
+            configured one (``Settings.metrics_file``).
     """
 
     experiment: Experiment
@@ -58,6 +61,7 @@ class ReportData:
     daily_values: pd.DataFrame | None = None
     quality: IngestQuality | None = None
     missing: dict[str, str] = field(default_factory=dict)
+    metrics: MetricRegistry | None = None
 
     @property
     def today(self) -> pd.DataFrame:

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from jobs.report.fmt import MISSING, is_missing, number, percent
-from jobs.report.metrics import MULTIPATH_METRICS, display
-from jobs.report.plots import PALETTE, plt, png_uri
+from reports.fmt import MISSING, is_missing, number, percent
+from reports.metrics import MULTIPATH_METRICS, display
+from reports.plots import PALETTE, plt, png_uri
 
 COLUMNS = ("avg", "p50", "p90", "p95", "p99")
 #: (label, mean metric, quantile metric) of the table's measures

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from jobs.report.data import ReportData
-from jobs.report.fmt import MISSING, is_missing, number, percent
+from reports.data import ReportData
+from reports.fmt import MISSING, is_missing, number, percent
 
 
 @dataclass(frozen=True)

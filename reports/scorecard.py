@@ -1,7 +1,7 @@
 """Scorecard, headline findings, power lines and the percentile table, from the day's results.
 
 Everything here is a pure function of the stats engine's output rows (stats/schema.py
-OUTPUT_COLUMNS); the numbers are formatted by :mod:`jobs.report.fmt`. Significance is the
+OUTPUT_COLUMNS); the numbers are formatted by :mod:`reports.fmt`. Significance is the
 corrected one (``is_significant``: ``p_value_adjusted`` < alpha within its family); guardrail
 breaches (a guardrail metric significantly worse) always come first.
 """
@@ -12,19 +12,21 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from jobs.report.data import SCORECARD_SEGMENTS
-from jobs.report.fmt import (
+from reports.data import SCORECARD_SEGMENTS
+from reports.fmt import (
     MISSING,
     Effect,
+    Power,
     effect,
     is_missing,
     number,
     percent,
+    power,
     segment_rank,
     value_text,
     verdict,
 )
-from jobs.report.metrics import CURVE_MEAN_METRIC, CURVE_METRIC, display, percentile_name, sort_key
+from reports.metrics import CURVE_MEAN_METRIC, CURVE_METRIC, display, percentile_name, sort_key
 
 #: most headline lines before "and N more"
 MAX_HEADLINES = 12
@@ -50,6 +52,7 @@ class ScoreRow:
     trustworthy: bool
     flags: str
     segment_rank: tuple = ()
+    power: Power | None = None
 
     @property
     def css(self) -> str:
@@ -114,6 +117,7 @@ def score_rows(results: pd.DataFrame) -> list[ScoreRow]:
                 trustworthy=bool(r.is_trustworthy),
                 flags=", ".join(flags),
                 segment_rank=segment_rank(r.segment_type, r.segment_value),
+                power=power(r),
             )
         )
     rows.sort(
@@ -178,10 +182,13 @@ class PowerLine:
     units: str
     mde: str
     observed: str
+    power: Power | None = None
 
 
 def power_lines(today: pd.DataFrame) -> list[PowerLine]:
-    """Minimum detectable effect per metric (overall segment) at the current number of units."""
+    """Minimum detectable effect per metric (overall segment) at the current number of units,
+    and (when the results carry them, :data:`reports.fmt.POWER_COLUMNS`) at the planned size,
+    the target effect, the underpowered flag and the always-valid interval's extra width."""
     overall = today[(today["segment_type"] == "overall") & (today["metric"] != CURVE_METRIC)]
     out = []
     for r in sorted(
@@ -195,6 +202,7 @@ def power_lines(today: pd.DataFrame) -> list[PowerLine]:
                 units=f"{number(r.n_control, 0)} / {number(r.n_treatment, 0)}",
                 mde=e.mde,
                 observed=f"{e.delta} ({e.rel})",
+                power=power(r),
             )
         )
     return out

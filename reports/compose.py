@@ -10,21 +10,24 @@ from dataclasses import dataclass
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 
-from jobs.report import plots
-from jobs.report.data import ReportData
-from jobs.report.header import build_header
-from jobs.report.multipath import multipath_section
-from jobs.report.scorecard import headlines, percentile_table, power_lines, scorecard
+from quicexp.metrics import load_metrics
+from reports import plots
+from reports.data import ReportData
+from reports.fmt import power_columns
+from reports.header import build_header
+from reports.metrics import using
+from reports.multipath import multipath_section
+from reports.scorecard import headlines, percentile_table, power_lines, scorecard
 
 _ENV = Environment(
-    loader=PackageLoader("jobs", "templates"),
+    loader=PackageLoader("reports", "templates"),
     autoescape=select_autoescape(["html", "j2"], default_for_string=True),
     undefined=StrictUndefined,
     trim_blocks=True,
     lstrip_blocks=True,
 )
 _MD_ENV = Environment(
-    loader=PackageLoader("jobs", "templates"), autoescape=False, undefined=StrictUndefined, trim_blocks=True,
+    loader=PackageLoader("reports", "templates"), autoescape=False, undefined=StrictUndefined, trim_blocks=True,
     lstrip_blocks=True,
 )  # fmt: skip
 
@@ -57,6 +60,7 @@ def context(data: ReportData) -> dict:
         "network_rows": network_rows,
         "multi_arm": today["treatment_arm"].nunique() > 1 if len(today) else False,
         "power": power_lines(today),
+        "pcols": power_columns(today),
         "percentiles": percentile_table(today),
         "alpha": alpha,
         "confidence": f"{(1 - alpha) * 100:g}%",
@@ -72,9 +76,11 @@ def context(data: ReportData) -> dict:
 
 
 def render(data: ReportData) -> RenderedReport:
-    """The report of ``data.experiment`` as of ``data.day``."""
-    ctx = context(data)
-    html = _ENV.get_template("report.html.j2").render(**ctx)
-    markdown = _MD_ENV.get_template("report.md.j2").render(**ctx)
+    """The report of ``data.experiment`` as of ``data.day``; metrics shown as ``data.metrics``
+    (or the configured registry) says."""
+    with using(data.metrics or load_metrics()):
+        ctx = context(data)
+        html = _ENV.get_template("report.html.j2").render(**ctx)
+        markdown = _MD_ENV.get_template("report.md.j2").render(**ctx)
     n_sig = sum(r.significant for r in ctx["rows"])
     return RenderedReport(html, markdown, not ctx["h"].srm_failed, n_sig)

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from jobs.report.metrics import MetricDisplay, display, metric_label
+from reports.metrics import MetricDisplay, display, metric_label
 
 MISSING = "–"
 #: platforms in the order the architecture lists them; other values follow
@@ -172,3 +172,56 @@ def verdict(significant: bool, delta: float, metric: str) -> str:
     if direction is None:
         return "higher" if up else "lower"
     return "better" if up == direction else "worse"
+
+
+#: the power columns of gold.experiment_results; older results lack them and still render
+POWER_COLUMNS = (
+    "mde_relative",
+    "mde_relative_planned",
+    "target_relative_effect",
+    "is_underpowered",
+    "sequential_width_ratio",
+)
+
+
+@dataclass(frozen=True)
+class Power:
+    """Power facts of one comparison, as strings (MISSING when the results lack them).
+
+    Attributes:
+        mde_now: minimum detectable relative effect at the current size ("±4.2%").
+        mde_planned: the same at the planned size (MISSING without a plan).
+        target: the registry's target relative effect (MISSING when none).
+        underpowered: the metric cannot detect the target effect at the planned size.
+        seq_width: how much wider the always-valid interval is than the fixed one ("2.1×").
+    """
+
+    mde_now: str
+    mde_planned: str
+    target: str
+    underpowered: bool
+    seq_width: str
+
+
+def power(row: Any) -> Power:
+    """Power facts of a results row (a namedtuple or mapping)."""
+    get = row.get if isinstance(row, dict) else lambda k: getattr(row, k, None)
+
+    def mde(column: str) -> str:
+        value = get(column)
+        return MISSING if is_missing(value) else "±" + percent(value, signed=False)
+
+    flag = get("is_underpowered")
+    ratio = get("sequential_width_ratio")
+    return Power(
+        mde_now=mde("mde_relative"),
+        mde_planned=mde("mde_relative_planned"),
+        target=mde("target_relative_effect"),
+        underpowered=bool(flag) if flag is not None and flag == flag else False,
+        seq_width=MISSING if is_missing(ratio) else f"{float(ratio):.1f}×",
+    )
+
+
+def power_columns(frame: Any) -> set[str]:
+    """The power columns ``frame`` carries (a results frame of any age)."""
+    return {c for c in POWER_COLUMNS if c in getattr(frame, "columns", ())}
