@@ -70,8 +70,17 @@ BAD_ENV = {"QUICEXP_SPARK__SHUFFLE_PARTITIONS": "many"}
         (["stats", "/missing.csv", "out.csv"], {}, 3, "input file not found"),
         (["ingest-qlog", "--date", "soon"], {}, 2, "bad day"),
         (["lab", "--config", "/no/such/lab.yaml"], {}, 2, "lab.yaml"),
+        (["catalog", "start"], BAD_ENV, 2, "bad configuration"),
+        (["catalog", "stop"], BAD_ENV, 2, "bad configuration"),
+        (["serve", "start"], BAD_ENV, 2, "bad configuration"),
+        (["serve", "stop"], BAD_ENV, 2, "bad configuration"),
         (["serve", "status"], BAD_ENV, 2, "bad configuration"),
+        (["superset", "setup"], BAD_ENV, 2, "bad configuration"),
+        (["superset", "start"], BAD_ENV, 2, "bad configuration"),
+        (["superset", "stop"], BAD_ENV, 2, "bad configuration"),
         (["superset", "status"], BAD_ENV, 2, "bad configuration"),
+        (["superset", "import", "--bundle", "/no/such/bundle"], BAD_ENV, 2, "bad configuration"),
+        (["superset", "export", "--bundle", "/no/such/bundle"], BAD_ENV, 2, "bad configuration"),
     ],
 )
 def test_every_subcommand_error_exits_non_zero_through_the_console_script(argv, env, code, message):
