@@ -10,7 +10,10 @@ runs them in one DuckDB connection (all cores) and writes Parquet to ``out_dir``
 
 from __future__ import annotations
 
+import gzip
+import json
 import time
+import zlib
 from datetime import date
 from pathlib import Path
 
@@ -30,6 +33,8 @@ ZERO_BIN = -1000000000
 METRIC_DEFAULTS = {"filter": "true", "denominator": None, "quantiles": [0.5, 0.9, 0.95, 0.99],
                    "segments": None, "histogram_of": None, "guardrail": False}
 JSON_SUFFIXES = (".jsonl", ".jsonl.gz", ".json", ".json.gz")
+GZIP_MAGIC = b"\x1f\x8b"
+PARQUET_MAGIC = b"PAR1"
 
 
 def dbt_vars() -> dict:
@@ -55,8 +60,95 @@ def _json_value(f, i: int) -> str:
         "double": f"case when {t} in ('BIGINT', 'UBIGINT', 'DOUBLE') then try_cast({s} as double) end",
         "boolean": f"case when {t} = 'BOOLEAN' then {s} = 'true' end",
         "timestamp": f"case when {t} = 'VARCHAR' then try_cast({s} as timestamptz) end",
-        "map<string,string>": f"case when {t} = 'OBJECT' then try_cast(json_extract(v, '$.{f.name}') as map(varchar, varchar)) end",
+        # a map of strings: every value a JSON string (a number, null or nested object is wrong_type)
+        "map<string,string>": f"case when {t} = 'OBJECT' and len(list_filter(json_type(v, '$.{f.name}.*'), "
+                              f"lambda x: x is distinct from 'VARCHAR')) = 0 "
+                              f"then try_cast(json_extract(v, '$.{f.name}') as map(varchar, varchar)) end",
     }[f.type]
+
+
+# Text DuckDB's JSON parser accepts and strict JSON does not: NaN / Infinity (any case, DuckDB
+# takes `nan`, `inf`), a trailing comma. Matching records are judged by json_reason().
+SUSPECT = r"(^|[:\[,])[ \t\r\n]*[-+]?(?i:nan|inf)|,[ \t\r\n]*[]}]"
+_JSON_WS = " \t\n\r"
+
+
+def _reject_constant(name: str) -> float:
+    raise ValueError(name)
+
+
+def _reject_duplicates(pairs: list) -> dict:
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        raise ValueError("duplicate key")
+    return obj
+
+
+_STRICT = json.JSONDecoder(parse_constant=_reject_constant, object_pairs_hook=_reject_duplicates)
+
+
+def json_reason(text: str) -> str | None:
+    """The JSON-level reason of one record (docs/ingestion.md), for the records SQL cannot judge."""
+    body = text.lstrip(_JSON_WS)
+    try:
+        value, end = _STRICT.raw_decode(body)
+    except (ValueError, RecursionError):
+        return "malformed_json"
+    if body[end:].strip(_JSON_WS):
+        return "trailing_data"
+    return None if type(value) is dict else "not_an_object"
+
+
+# --- landing files -------------------------------------------------------------------------
+
+def read_lines(path: Path) -> list[bytes] | None:
+    """The records of one JSON-lines file: lines ended by "\\n" (a "\\r" before it is part of the
+    ending, a bare "\\r" is not), the last needs none; None when the file cannot be read."""
+    try:
+        with path.open("rb") as fh:
+            data = fh.read()
+        if path.name.endswith(".gz"):
+            if data[:2] != GZIP_MAGIC:
+                return None
+            data = gzip.decompress(data)
+    except (OSError, EOFError, zlib.error):
+        return None
+    if not data:
+        return []
+    lines = data.split(b"\n")
+    if lines[-1] == b"":
+        lines.pop()
+    return [line[:-1] if line.endswith(b"\r") else line for line in lines]
+
+
+def parquet_schema(path: Path):
+    """The footer schema of a Parquet file, or None when it is not one."""
+    import pyarrow.parquet as pq
+
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(4)
+            fh.seek(-4, 2)
+            tail = fh.read(4)
+        if head != PARQUET_MAGIC or tail != PARQUET_MAGIC:
+            return None
+        return pq.read_schema(path).remove_metadata()
+    except Exception:
+        return None
+
+
+def range_checks(fields) -> list[tuple[str, str]]:
+    """Per field with declared bounds (telemetry schema ``minimum``/``maximum``, inclusive), in field
+    order: the condition under which a value is outside them (a NaN is outside any range)."""
+    checks = []
+    for f in fields:
+        if f.minimum is None and f.maximum is None:
+            continue
+        outside = [f"isnan({f.name})"] if f.type == "double" else []
+        outside += [f"{f.name} < {f.minimum!r}"] if f.minimum is not None else []
+        outside += [f"{f.name} > {f.maximum!r}"] if f.maximum is not None else []
+        checks.append((f.name, f"{f.name} is not null and ({' or '.join(outside)})"))
+    return checks
 
 
 def arrow_compatible(expected: str, actual) -> bool:
@@ -108,28 +200,44 @@ def day_files(landing_root: Path, day: date, kind: str) -> list[Path]:
     return sorted(p for p in folder.iterdir() if p.is_file() and not p.name.startswith(("_", ".")))
 
 
-def render_ingest(env: jinja2.Environment, landing_root: Path, days: list[date], kind: str, settings) -> str | None:
-    import pyarrow.parquet as pq
+def render_ingest(env: jinja2.Environment, con, landing_root: Path, days: list[date], kind: str,
+                  settings) -> str | None:
+    """The ingest SQL of ``kind``; JSON-lines records are registered on ``con`` as Arrow tables."""
+    import pyarrow as pa
 
     from quicexp import telemetry
 
     fields = telemetry.fields(kind)
-    json_sources, parquet_sources = [], []
+    json_sources, parquet_sources, unreadable = [], [], []
     for day in days:
-        files = day_files(landing_root, day, kind)
-        jsonl = [str(p) for p in files if p.name.endswith(JSON_SUFFIXES)]
-        if jsonl:
-            json_sources.append({"day": day.isoformat(), "files": _sql_literal_list(jsonl)})
+        names, lines, bad = [], [], []
         groups: dict = {}
-        for p in files:
-            if p.name.endswith(".parquet"):
-                groups.setdefault(pq.read_schema(p).remove_metadata(), []).append(str(p))
+        for p in day_files(landing_root, day, kind):
+            if p.name.endswith(JSON_SUFFIXES):
+                records = read_lines(p)
+                if records is None:
+                    bad.append(str(p))
+                else:
+                    names += [str(p)] * len(records)
+                    lines += records
+            elif p.name.endswith(".parquet") and (schema := parquet_schema(p)) is not None:
+                groups.setdefault(schema, []).append(str(p))
+            else:  # no reader knows it, or it is not what its name says
+                bad.append(str(p))
+        if lines:
+            table = f"{kind}__lines_{len(json_sources)}"
+            con.register(table, pa.table({"source_file": pa.array(names, pa.string()).dictionary_encode(),
+                                          "line": pa.array(lines, pa.binary())}))
+            json_sources.append({"day": day.isoformat(), "table": table})
         parquet_sources += [_parquet_source(day.isoformat(), g, schema, fields) for schema, g in groups.items()]
-    if not json_sources and not parquet_sources:
+        if bad:
+            unreadable.append({"day": day.isoformat(), "files": _sql_literal_list(bad)})
+    if not json_sources and not parquet_sources and not unreadable:
         return None
     return env.get_template("ingest.sql").render(
         kind=kind, fields=fields, json_sources=json_sources, parquet_sources=parquet_sources,
-        json_value=_json_value, duck_type=lambda t: DUCK_TYPES[t], delim=chr(0x1E),
+        unreadable=unreadable, range_checks=range_checks(fields), json_value=_json_value, duck_type=lambda t: DUCK_TYPES[t],
+        suspect=SUSPECT.replace("'", "''"),
         lookback_days=settings.ingest.lookback_days,
         future_tolerance_minutes=settings.ingest.future_tolerance_minutes,
         event_type=telemetry.event_type(kind), schema_version=telemetry.SCHEMA_VERSION,
@@ -206,12 +314,14 @@ def run_reference(landing_root: Path, days: list[date], registry_file: Path, out
     con.execute("set preserve_insertion_order = false")
     if threads:
         con.execute(f"set threads = {int(threads)}")
+    con.create_function("json_reason", json_reason, ["VARCHAR"], "VARCHAR", null_handling="special",
+                        side_effects=False)
     seconds: dict[str, float] = {}
 
     started = time.perf_counter()
     kinds = []
     for kind in telemetry.EVENT_KINDS:
-        sql = render_ingest(env, landing_root, days, kind, settings)
+        sql = render_ingest(env, con, landing_root, days, kind, settings)
         if sql is None:
             con.execute(f"create or replace temp table {kind}__bronze as select "
                         + ", ".join(f"null::{DUCK_TYPES[f.type]} as {f.name}" for f in telemetry.fields(kind))

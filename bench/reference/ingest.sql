@@ -1,10 +1,20 @@
--- DuckDB reference of jobs/ingest for one event kind (docs/ingestion.md): every landing row of
--- the upload days given is typed and validated (first failing rule wins, the same eight reasons),
--- then classified loaded / quarantined / duplicate by the dedup rule, and counted per file.
--- Rendered by bench/reference/driver.py (Jinja): `kind`, `fields` (name, type, nullable),
--- `json_sources` / `parquet_sources` (per upload day: files, and for Parquet the projection of
--- one footer-schema group), `lookback_days`, `future_tolerance_minutes`, `event_type`,
--- `schema_version`. Creates the tables {{ kind }}__classified and {{ kind }}__bronze.
+-- DuckDB reference of jobs/ingest for one event kind (docs/ingestion.md): every landing record of
+-- the upload days given is typed and validated (first failing rule wins, the job's reasons in the
+-- job's order), then classified loaded / quarantined / duplicate by the dedup rule, and counted
+-- per file. Rendered by bench/reference/driver.py (Jinja): `kind`, `fields` (name, type,
+-- nullable), `range_checks` (field, SQL condition for a value outside its declared bounds),
+-- `json_sources` (per upload day: the registered table of its JSON-lines records, one row per
+-- record: source_file, line as bytes), `parquet_sources` (per upload day: files, and the
+-- projection of one footer-schema group), `unreadable` (per upload day: files that cannot be
+-- read), `lookback_days`, `future_tolerance_minutes`, `event_type`, `schema_version`, `suspect`.
+-- Creates the tables {{ kind }}__classified and {{ kind }}__bronze.
+--
+-- JSON: DuckDB's parser is lenient where the job is strict (NaN / Infinity in any case, trailing
+-- commas, duplicate keys) and does not tell trailing data from malformed JSON. A record DuckDB
+-- rejects, or that `suspect` matches, or that may hide a duplicate key (more objects than the
+-- top level and the experiments map, or a duplicate among those two's keys) is judged by
+-- json_reason() (Python's strict decoder, registered by the driver); every other record is
+-- judged in SQL alone.
 
 create or replace temp table {{ kind }}__parsed as
 {%- set paths = [] %}{% for f in fields %}{% do paths.append("'$." ~ f.name ~ "'") %}{% endfor %}
@@ -16,8 +26,7 @@ select
     {{ f.name }},
     {%- endfor %}
     coalesce(
-        case when v is null then 'malformed_json' end,
-        case when json_type(v) <> 'OBJECT' then 'not_an_object' end
+        json_reason
         {%- for f in fields %},
         {%- if not f.nullable %}
         case when t[{{ loop.index }}] is null or t[{{ loop.index }}] = 'NULL' then 'missing_field:{{ f.name }}' end,
@@ -29,7 +38,7 @@ select
 from (
     select
         source_file,
-        v,
+        json_reason,
         t,
         {%- for f in fields %}
         {{ json_value(f, loop.index) }} as {{ f.name }}{{ ',' if not loop.last }}
@@ -38,21 +47,32 @@ from (
         select
             source_file,
             v,
-            json_type(v, [{{ paths | join(', ') }}]) as t,
-            json_extract_string(v, [{{ paths | join(', ') }}]) as s
+            json_reason,  -- null: an object of JSON (strict JSON, where DuckDB cannot parse it: no typed fields)
+            case when json_reason is null and valid then json_type(v, [{{ paths | join(', ') }}]) end as t,
+            case when json_reason is null and valid then json_extract_string(v, [{{ paths | join(', ') }}]) end as s
         from (
-            select filename as source_file, case when json_valid(line) then line::json end as v
-            from read_csv({{ src.files }}, columns = {'line': 'VARCHAR'}, header = false, delim = '{{ delim }}',
-                          quote = '', escape = '', auto_detect = false, filename = true,
-                          ignore_errors = true, store_rejects = true,
-                          rejects_table = '{{ kind }}__rejects_{{ loop.index }}',
-                          rejects_scan = '{{ kind }}__scans_{{ loop.index }}')
+            select
+                source_file,
+                v,
+                valid,
+                case
+                    when v is null then 'malformed_json'  -- not UTF-8
+                    when not valid or regexp_matches(v, '{{ suspect }}')
+                         or braces > 2
+                         or (braces = 2 and json_type(v, '$.experiments') is distinct from 'OBJECT')
+                         or len(json_keys(v)) <> len(list_distinct(json_keys(v)))
+                         or len(json_keys(v, '$.experiments')) <> len(list_distinct(json_keys(v, '$.experiments')))
+                        then json_reason(v)  -- Python's strict decoder: malformed_json, trailing_data, not_an_object or null
+                    when json_type(v) <> 'OBJECT' then 'not_an_object'
+                end as json_reason
+            from (
+                select source_file, v, json_valid(v) as valid, length(v) - length(replace(v, '{', '')) as braces
+                from (select source_file, try(decode(line)) as v from {{ src.table }})
+            )
         )
     )
 )
-{%- if not loop.last or parquet_sources %}
 union all
-{%- endif %}
 {%- endfor %}
 {%- for src in parquet_sources %}
 select
@@ -63,18 +83,16 @@ select
     {%- endfor %}
     coalesce({{ src.reasons | join(', ') }}{{ ', ' if src.reasons }}null::varchar) as reason
 from read_parquet({{ src.files }}, filename = true)
-{%- if not loop.last %}
 union all
-{%- endif %}
-{%- endfor %};
-
-{%- for src in json_sources %}
--- lines DuckDB's CSV reader could not even read as text (invalid UTF-8, a stray separator): not JSON either
-insert into {{ kind }}__parsed
-select distinct on (r.scan_id, r.file_id, r.line) date '{{ src.day }}', s.file_path,
-    {%- for f in fields %} null::{{ duck_type(f.type) }},{% endfor %} 'malformed_json'
-from {{ kind }}__rejects_{{ loop.index }} r join {{ kind }}__scans_{{ loop.index }} s using (scan_id, file_id);
 {%- endfor %}
+{%- for src in unreadable %}
+-- a file that cannot be read (not gzip, truncated, no Parquet footer, unknown suffix): one record
+select date '{{ src.day }}', unnest({{ src.files }}),
+    {%- for f in fields %} null::{{ duck_type(f.type) }},{% endfor %} 'unreadable_file'
+union all
+{%- endfor %}
+select null::date, null::varchar,{% for f in fields %} null::{{ duck_type(f.type) }},{% endfor %} null::varchar
+where false;
 
 create or replace temp table {{ kind }}__classified as
 with checked as (
@@ -84,8 +102,14 @@ with checked as (
             reason,
             case when schema_version <> {{ schema_version }} then 'unsupported_schema_version' end,
             case when event_type <> '{{ event_type }}' then 'wrong_event_type' end,
+            case when upload_time < upload_date::timestamptz - interval {{ future_tolerance_minutes }} minute
+                   or upload_time >= (upload_date + 1)::timestamptz + interval {{ future_tolerance_minutes }} minute
+                 then 'upload_time_outside_day' end,
             case when event_time > upload_time + interval {{ future_tolerance_minutes }} minute then 'clock_skew_future' end,
             case when event_time::date < upload_date - {{ lookback_days }} then 'too_late' end
+            {%- for name, outside in range_checks %},
+            case when {{ outside }} then 'out_of_range:{{ name }}' end
+            {%- endfor %}
         ) as reason
     from {{ kind }}__parsed
 ),
