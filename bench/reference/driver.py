@@ -68,8 +68,9 @@ def _json_value(f, i: int) -> str:
 
 
 # Text DuckDB's JSON parser accepts and strict JSON does not: NaN / Infinity (any case, DuckDB
-# takes `nan`, `inf`), a trailing comma. Matching records are judged by json_reason().
-SUSPECT = r"(^|[:\[,])[ \t\r\n]*[-+]?(?i:nan|inf)|,[ \t\r\n]*[]}]"
+# takes `nan`, `inf`), a trailing comma; and whitespace before a key's colon (ingest.sql counts
+# keys by their `":`). Matching records are judged by json_reason().
+SUSPECT = r'(^|[:\[,])[ \t\r\n]*[-+]?([nN][aA][nN]|[iI][nN][fF])|,[ \t\r\n]*[]}]|"[ \t\r\n]+:'
 _JSON_WS = " \t\n\r"
 
 
@@ -87,8 +88,10 @@ def _reject_duplicates(pairs: list) -> dict:
 _STRICT = json.JSONDecoder(parse_constant=_reject_constant, object_pairs_hook=_reject_duplicates)
 
 
-def json_reason(text: str) -> str | None:
+def json_reason(text: str | None) -> str | None:
     """The JSON-level reason of one record (docs/ingestion.md), for the records SQL cannot judge."""
+    if text is None:  # not UTF-8
+        return "malformed_json"
     body = text.lstrip(_JSON_WS)
     try:
         value, end = _STRICT.raw_decode(body)
@@ -101,9 +104,14 @@ def json_reason(text: str) -> str | None:
 
 # --- landing files -------------------------------------------------------------------------
 
-def read_lines(path: Path) -> list[bytes] | None:
-    """The records of one JSON-lines file: lines ended by "\\n" (a "\\r" before it is part of the
-    ending, a bare "\\r" is not), the last needs none; None when the file cannot be read."""
+def read_lines(path: Path):
+    """The records of one JSON-lines file as an Arrow binary array, or None when the file cannot
+    be read. A record is a line ended by "\\n" (a "\\r" right before it belongs to the ending, a
+    bare "\\r" does not end a record); the last line needs no "\\n". Split with numpy on the
+    whole buffer: no Python object per record."""
+    import numpy as np
+    import pyarrow as pa
+
     try:
         with path.open("rb") as fh:
             data = fh.read()
@@ -114,11 +122,19 @@ def read_lines(path: Path) -> list[bytes] | None:
     except (OSError, EOFError, zlib.error):
         return None
     if not data:
-        return []
-    lines = data.split(b"\n")
-    if lines[-1] == b"":
-        lines.pop()
-    return [line[:-1] if line.endswith(b"\r") else line for line in lines]
+        return pa.array([], pa.large_binary())
+    raw = np.frombuffer(data, np.uint8)
+    newlines = np.flatnonzero(raw == 10)
+    ends = newlines if data.endswith(b"\n") else np.append(newlines, len(raw))
+    starts = np.concatenate(([0], newlines + 1))[: len(ends)]
+    crlf = (ends > starts) & (raw[np.maximum(ends - 1, 0)] == 13)
+    keep = np.ones(len(raw), bool)
+    keep[newlines] = False
+    keep[ends[crlf] - 1] = False
+    ends = ends - crlf
+    offsets = np.concatenate(([0], np.cumsum(ends - starts))).astype(np.int64)
+    return pa.LargeBinaryArray.from_buffers(pa.large_binary(), len(ends),
+                                            [None, pa.py_buffer(offsets), pa.py_buffer(raw[keep].tobytes())])
 
 
 def parquet_schema(path: Path):
@@ -203,6 +219,7 @@ def day_files(landing_root: Path, day: date, kind: str) -> list[Path]:
 def render_ingest(env: jinja2.Environment, con, landing_root: Path, days: list[date], kind: str,
                   settings) -> str | None:
     """The ingest SQL of ``kind``; JSON-lines records are registered on ``con`` as Arrow tables."""
+    import numpy as np
     import pyarrow as pa
 
     from quicexp import telemetry
@@ -210,24 +227,24 @@ def render_ingest(env: jinja2.Environment, con, landing_root: Path, days: list[d
     fields = telemetry.fields(kind)
     json_sources, parquet_sources, unreadable = [], [], []
     for day in days:
-        names, lines, bad = [], [], []
+        files, lines, bad = [], [], []
         groups: dict = {}
         for p in day_files(landing_root, day, kind):
             if p.name.endswith(JSON_SUFFIXES):
                 records = read_lines(p)
                 if records is None:
                     bad.append(str(p))
-                else:
-                    names += [str(p)] * len(records)
-                    lines += records
+                elif len(records):
+                    files.append(pa.DictionaryArray.from_arrays(pa.array(np.zeros(len(records), np.int32)),
+                                                                pa.array([str(p)])))
+                    lines.append(records)
             elif p.name.endswith(".parquet") and (schema := parquet_schema(p)) is not None:
                 groups.setdefault(schema, []).append(str(p))
             else:  # no reader knows it, or it is not what its name says
                 bad.append(str(p))
         if lines:
             table = f"{kind}__lines_{len(json_sources)}"
-            con.register(table, pa.table({"source_file": pa.array(names, pa.string()).dictionary_encode(),
-                                          "line": pa.array(lines, pa.binary())}))
+            con.register(table, pa.table({"source_file": pa.chunked_array(files), "line": pa.chunked_array(lines)}))
             json_sources.append({"day": day.isoformat(), "table": table})
         parquet_sources += [_parquet_source(day.isoformat(), g, schema, fields) for schema, g in groups.items()]
         if bad:

@@ -11,10 +11,10 @@
 --
 -- JSON: DuckDB's parser is lenient where the job is strict (NaN / Infinity in any case, trailing
 -- commas, duplicate keys) and does not tell trailing data from malformed JSON. A record DuckDB
--- rejects, or that `suspect` matches, or that may hide a duplicate key (more objects than the
--- top level and the experiments map, or a duplicate among those two's keys) is judged by
--- json_reason() (Python's strict decoder, registered by the driver); every other record is
--- judged in SQL alone.
+-- rejects or that `suspect` matches, and a record with more `":` in its text than the keys
+-- DuckDB found (known fields present + map entries; a duplicate key, an unknown field or a `":`
+-- inside a string) is judged by json_reason() (Python's strict decoder, registered by the
+-- driver); every other record is judged in SQL alone.
 
 create or replace temp table {{ kind }}__parsed as
 {%- set paths = [] %}{% for f in fields %}{% do paths.append("'$." ~ f.name ~ "'") %}{% endfor %}
@@ -26,7 +26,13 @@ select
     {{ f.name }},
     {%- endfor %}
     coalesce(
-        json_reason
+        json_reason,
+        -- more `":` than the keys DuckDB saw: unknown fields, a `":` inside a string, or a duplicate key
+        case when not routed and len(string_split(v, '":')) - 1 <> len(list_filter(t, lambda x: x is not null))
+                {%- for f in fields if f.type.startswith('map<') %}
+                + case when t[{{ loop.index }}] = 'OBJECT' then coalesce(cardinality({{ f.name }}), -1) else 0 end
+                {%- endfor %}
+             then json_reason(v) end
         {%- for f in fields %},
         {%- if not f.nullable %}
         case when t[{{ loop.index }}] is null or t[{{ loop.index }}] = 'NULL' then 'missing_field:{{ f.name }}' end,
@@ -38,6 +44,8 @@ select
 from (
     select
         source_file,
+        v,
+        routed,
         json_reason,
         t,
         {%- for f in fields %}
@@ -47,7 +55,8 @@ from (
         select
             source_file,
             v,
-            json_reason,  -- null: an object of JSON (strict JSON, where DuckDB cannot parse it: no typed fields)
+            routed,
+            json_reason,  -- null: an object (if DuckDB cannot parse it, its fields stay null)
             case when json_reason is null and valid then json_type(v, [{{ paths | join(', ') }}]) end as t,
             case when json_reason is null and valid then json_extract_string(v, [{{ paths | join(', ') }}]) end as s
         from (
@@ -55,19 +64,15 @@ from (
                 source_file,
                 v,
                 valid,
+                routed,
                 case
                     when v is null then 'malformed_json'  -- not UTF-8
-                    when not valid or regexp_matches(v, '{{ suspect }}')
-                         or braces > 2
-                         or (braces = 2 and json_type(v, '$.experiments') is distinct from 'OBJECT')
-                         or len(json_keys(v)) <> len(list_distinct(json_keys(v)))
-                         or len(json_keys(v, '$.experiments')) <> len(list_distinct(json_keys(v, '$.experiments')))
-                        then json_reason(v)  -- Python's strict decoder: malformed_json, trailing_data, not_an_object or null
+                    when routed then json_reason(v)  -- Python's strict decoder: malformed_json, trailing_data, not_an_object or null
                     when json_type(v) <> 'OBJECT' then 'not_an_object'
                 end as json_reason
             from (
-                select source_file, v, json_valid(v) as valid, length(v) - length(replace(v, '{', '')) as braces
-                from (select source_file, try(decode(line)) as v from {{ src.table }})
+                select source_file, v, valid, v is not null and (not valid or regexp_matches(v, '{{ suspect }}')) as routed
+                from (select source_file, v, json_valid(v) as valid from (select source_file, try(decode(line)) as v from {{ src.table }}))
             )
         )
     )
