@@ -181,7 +181,7 @@ def run_day(day: DayOption) -> None:
     from quicexp.app.daily import run_day as pipeline_run_day
 
     settings, d = _settings(), parse_day(day)
-    CONSOLE_FILTER.progress = ("quicexp",)  # one line per stage; the jobs' detail in the log
+    CONSOLE_FILTER.progress = ("quicexp.app",)  # one line per stage; the jobs' detail in the log
     typer.echo(f"logs: {settings.home / 'logs'} (quicexp.log, spark.log, dbt.log)")
     outcome = pipeline_run_day(_spark(settings, "quicexp-daily"), settings, d)
     for path in outcome.reports:
@@ -253,7 +253,7 @@ def demo(
 
     settings = _settings()
     load_registry(settings.registry_file).get(EXPERIMENT)  # fail early if the registry lost the experiment
-    CONSOLE_FILTER.progress = ("quicexp",)  # one line per day and stage; the jobs' detail in the log
+    CONSOLE_FILTER.progress = ("quicexp.app",)  # one line per day and stage; the jobs' detail in the log
     typer.echo(f"logs: {settings.home / 'logs'} (quicexp.log, spark.log, dbt.log)")
     # Simulate before the JVM starts: the simulator's worker processes must not inherit
     # the Py4J gateway's socket.
@@ -303,9 +303,12 @@ CONSOLE_FILTER = _ConsoleFilter()
 
 def configure_logging() -> None:
     """Progress lines (counts, seconds, rates) on stderr; Spark's Python bridges quiet."""
+    from rich.console import Console
     from rich.logging import RichHandler
 
-    console = RichHandler(show_path=False, markup=False)
+    # Not a terminal (CI logs, `| tee`): rich would wrap at 80 columns, doubling every line.
+    width = None if sys.stderr.isatty() else 200
+    console = RichHandler(console=Console(stderr=True, width=width), show_path=False, markup=False)
     console.addFilter(CONSOLE_FILTER)
     logging.basicConfig(level=logging.INFO, format="%(message)s", handlers=[console])
     for noisy in ("py4j", "pyspark"):
