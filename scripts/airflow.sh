@@ -52,6 +52,10 @@ airflow_env() {
   export AIRFLOW_HOME=$AF_HOME
   export AIRFLOW__CORE__DAGS_FOLDER=$REPO/dags
   export AIRFLOW__CORE__LOAD_EXAMPLES=False
+  # SQLite in WAL mode (Airflow's own setting); the busy timeout is raised from sqlite3's 5 s so a
+  # CLI write (`airflow backfill create`) waits for the scheduler's transaction on a loaded machine
+  # instead of failing with "database is locked".
+  export AIRFLOW__DATABASE__SQL_ALCHEMY_CONN="sqlite:///$AF_HOME/airflow.db?timeout=60"
   export AIRFLOW__CORE__EXECUTOR=LocalExecutor
   export AIRFLOW__CORE__PARALLELISM=4
   export AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS=$ADMIN_USER:admin
