@@ -287,8 +287,8 @@ def _plan(res: pd.DataFrame, s: AnalysisSettings) -> _Plan:
     planned_units_per_arm: arm a plans units x (number of arms) x share_a (``expected_split``;
     equal split when the experiment is not listed). planned_days alone: each arm's current
     size times planned_days / days elapsed (unit counts only, never outcomes), at least the
-    current size. N* is the pair's planned total; the level is calibrated to planned_days
-    looks while the look is within the planned days (:func:`calibrated_alpha`).
+    current size. N* is the pair's planned total; within the planned days the level is the one
+    calibrated to monitoring up to N* (:func:`calibrated_alpha`), after them alpha.
     """
     rows = len(res)
     nc_plan, nt_plan = np.full(rows, np.nan), np.full(rows, np.nan)
@@ -327,8 +327,8 @@ def _plan(res: pd.DataFrame, s: AnalysisSettings) -> _Plan:
             nc_plan[m], nt_plan[m] = nc[m] * factor, nt[m] * factor
     tuning = np.where(np.isfinite(nc_plan + nt_plan), nc_plan + nt_plan, s.sequential_tuning_n)
     seq_alpha = np.full(rows, s.seq_alpha)
-    for k in np.unique(looks[looks > 0]):
-        seq_alpha[looks == k] = calibrated_alpha(s.seq_alpha, int(k))
+    if (looks > 0).any():
+        seq_alpha[looks > 0] = calibrated_alpha(s.seq_alpha)
     return _Plan(nc_plan, nt_plan, tuning, seq_alpha, target, past)
 
 

@@ -12,6 +12,7 @@ import numpy as np
 from scipy import stats as sps
 
 from stats._types import Arr
+from stats.sequential import brownian_boundary, calibrated_alpha
 
 
 def power(effect: Arr, variance: Arr, alpha: float = 0.05) -> Arr:
@@ -51,3 +52,37 @@ def sample_size_per_arm(
     mult = sps.norm.ppf(1 - alpha / 2) + sps.norm.ppf(target_power)
     with np.errstate(divide="ignore", invalid="ignore"):
         return 2.0 * np.asarray(unit_variance, float) * (mult / np.asarray(effect, float)) ** 2
+
+
+def sequential_power(
+    noncentrality: Arr, looks: int, alpha: float = 0.05, paths: int = 100_000, seed: int = 1
+) -> Arr:
+    """Probability that the plan-calibrated confidence sequence excludes 0 by the planned size.
+
+    The engine's sequence (:mod:`stats.sequential`: N* = the planned size, level
+    :func:`stats.sequential.calibrated_alpha`) watched at ``looks`` equally spaced looks up to N*,
+    in the Gaussian limit: Z at information t = N / N* is W(t)/sqrt(t) + noncentrality sqrt(t),
+    noncentrality = true delta / its standard error at N* (the fixed-horizon power at N* is
+    :func:`power` with the same ratio). Monte Carlo over ``paths`` Brownian paths (fixed seed,
+    common to every noncentrality).
+    """
+    frac = np.arange(1, looks + 1) / looks
+    rng = np.random.default_rng(seed)
+    w = np.cumsum(rng.standard_normal((paths, looks)), axis=1) / np.sqrt(looks)
+    bound = brownian_boundary(frac, calibrated_alpha(alpha))
+    theta = np.atleast_1d(np.asarray(noncentrality, float))
+    out = np.array([(np.abs(w + th * frac) >= bound).any(axis=1).mean() for th in theta])
+    return out if np.ndim(noncentrality) else float(out[0])
+
+
+def sequential_noncentrality(target_power: float, looks: int, alpha: float = 0.05) -> float:
+    """Noncentrality at N* at which :func:`sequential_power` reaches ``target_power``.
+
+    A metric whose true delta over its standard error at n units is theta reaches it at
+    n (noncentrality / theta)^2 planned units (the standard error scales as 1/sqrt(n)).
+    """
+    lo, hi = 0.0, 10.0
+    while hi - lo > 1e-3:
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if sequential_power(mid, looks, alpha) < target_power else (lo, mid)
+    return 0.5 * (lo + hi)

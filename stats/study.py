@@ -249,15 +249,18 @@ def sequential_plan_study(
 ) -> dict[str, float]:
     """Daily looks at an experiment sized by its registry plan (N* and the number of looks).
 
-        Each day brings planned_units_per_arm / days new units per arm; the engine sees the
-        cumulative sums at every look with the plan ``planned_units_per_arm`` x ``days`` (as the
-        job passes it from registry/experiments.yml). Mean and ratio metrics of the unit model above,
-    each with and without CUPED.
+    Each day brings planned_units_per_arm / days new units per arm; the engine sees the
+    cumulative sums at every look with the plan ``planned_units_per_arm`` x ``days`` (as the
+    job passes it from registry/experiments.yml). Mean and ratio metrics of the unit model
+    above, each with and without CUPED.
 
-        Returns:
-            Per metric: the rate at which the always-valid interval ever excludes 0 over the looks,
-            the rate at which it excludes 0 at the planned horizon (the last look), the median
-            ``sequential_width_ratio`` there, and the fixed-horizon rejection rate at the horizon.
+    Returns:
+        Per metric: the rate at which the always-valid interval ever excludes 0 over the looks
+        (``seq_ever_significant_*``; ``*_exact_looks``: the same results at the replaced level
+        exact for ``days`` looks, paired), the rate at which it excludes 0 at the planned
+        horizon (the last look), the median ``sequential_width_ratio`` there, the fixed-horizon
+        rejection rate at the horizon, the root mean square ``se_abs`` at the horizon and the
+        true absolute delta (their ratio is the lift's noncentrality).
     """
     from datetime import date
 
@@ -318,6 +321,48 @@ def sequential_plan_study(
         out[f"seq_significant_at_horizon_{m}"] = _rate(fin["is_seq_significant"])
         out[f"fixed_significant_at_horizon_{m}"] = _rate(fin["p_value"] < alpha)
         out[f"seq_width_ratio_at_horizon_{m}"] = float(fin["sequential_width_ratio"].median())
+        out[f"seq_ever_significant_{m}_exact_looks"] = _ever_at_exact_looks(r, days, alpha)
+        # noncentrality at the horizon: true delta / its standard error (for the size finder)
+        true_abs = np.diff([true_values(e)[m.removesuffix("_cuped")] for e in (0.0, effect)])[0]
+        out[f"horizon_se_{m}"] = float(np.sqrt(np.mean(fin["se_abs"].to_numpy(float) ** 2)))
+        out[f"true_delta_{m}"] = float(true_abs)
+    return out
+
+
+def _ever_at_exact_looks(r: pd.DataFrame, looks: int, alpha: float) -> float:
+    """P(ever significant) of the same results under the replaced calibration: the level
+    exact for ``looks`` equally spaced looks (``calibrated_alpha(alpha, looks)``), paired."""
+    from stats.sequential import calibrated_alpha, confidence_sequence, running_intersection
+
+    n = (r["n_control"] + r["n_treatment"]).to_numpy(float)
+    cs = confidence_sequence(r["delta_abs"].to_numpy(float), r["se_abs"].to_numpy(float) ** 2, n,
+                             calibrated_alpha(alpha, looks), n.max())  # fmt: skip
+    sim = r["segment_value"].to_numpy()
+    day = pd.to_datetime(r["as_of_date"]).to_numpy().astype("datetime64[D]").astype(np.int64)
+    lo, hi, _ = running_intersection(sim, day, cs.ci_lower, cs.ci_upper, cs.p_value)
+    sig = pd.Series((lo > 0) | (hi < 0)).groupby(sim).any()
+    return float(sig.mean())
+
+
+def sequential_summary(seed: int, sims: int, units: int, days: int = 30) -> dict[str, float]:
+    """The plan-sized sequential study of docs/stats.md: A/A (seed) and a 3% lift (seed + 2)
+    at ``units`` planned units per arm over ``days`` daily looks, and per metric the planned
+    units per arm at which the always-valid interval detects the lift in 50% / 80% of runs
+    (Gaussian limit, :func:`stats.power.sequential_noncentrality`, from the lift's
+    noncentrality at the horizon) next to the fixed-horizon size for 80% power."""
+    from stats.power import sequential_noncentrality
+
+    out = {f"aa_{k}": v for k, v in sequential_plan_study(seed, sims, units, days).items()}
+    lift = sequential_plan_study(seed + 2, sims, units, days, effect=EFFECT)
+    out.update({f"lift_{k}": v for k, v in lift.items()})
+    theta = {m: lift[f"true_delta_{m}"] / lift[f"horizon_se_{m}"] for m in SEQUENTIAL_METRICS}
+    need = {q: sequential_noncentrality(q, days) for q in (0.5, 0.8)}
+    fixed80 = sps.norm.ppf(0.975) + sps.norm.ppf(0.8)
+    for m, th in theta.items():
+        out[f"lift_noncentrality_at_horizon_{m}"] = th
+        out[f"units_per_arm_seq_detects_50pct_{m}"] = units * (need[0.5] / th) ** 2
+        out[f"units_per_arm_seq_detects_80pct_{m}"] = units * (need[0.8] / th) ** 2
+        out[f"units_per_arm_fixed_power_80pct_{m}"] = units * (fixed80 / th) ** 2
     return out
 
 
@@ -523,7 +568,20 @@ def main(argv: list[str] | None = None) -> int:
         default=0,
         help="only the small-sample grid, SIMS experiments per size and check",
     )
+    parser.add_argument(
+        "--sequential",
+        type=int,
+        metavar="SIMS",
+        default=0,
+        help="only the plan-sized sequential study (A/A and a 3%% lift), SIMS experiments each",
+    )
+    parser.add_argument("--units", type=int, default=4_000,
+                        help="planned units per arm of --sequential (default 4000)")  # fmt: skip
     args = parser.parse_args(argv)
+    if args.sequential:
+        for name, value in sequential_summary(args.seed, args.sequential, args.units).items():
+            print(f"{name:50s} {value:.6f}", flush=True)
+        return 0
     if args.calibration:
         start = time.perf_counter()
         for n in CALIBRATION_SIZES:
