@@ -6,12 +6,14 @@ results and the reports, and takes minutes):
 - a day without landing data: the sensor fails after its (short) timeout, nothing is written;
 - namespace ``dags_bf``: the shared pipeline lake's days (tests/pipeline_lake.py: same landing
   zone, same registry) as one `airflow backfill create` run by the scheduler of
-  `scripts/airflow.sh start` (what `make airflow` starts), with the dbt step of the second day
-  failing once after doing its work. Its gold tables must equal those of the shared lake right
-  after its in-process run of the last back-filled day (Delta time travel; the same job
+  `scripts/airflow.sh start` (what `make airflow` starts), with the results step of the second
+  day failing once after doing its work. Its gold tables must equal those of the shared lake
+  right after its in-process run of the last back-filled day (Delta time travel; the same job
   functions the DAG's tasks call);
-- then the oldest day again with `airflow dags test`: it is written (a new Delta version) and
-  every bronze and gold table is unchanged (the same logical day twice, after newer days).
+- then the oldest day again, in-process (``run_day``, the steps every task runs, without four
+  more JVM starts): it is written (a new Delta version) and every bronze and gold table is
+  unchanged (the same logical day twice, after newer days; this also covers a step re-run after
+  it did its work, dbt's incremental models included).
 """
 
 from __future__ import annotations
@@ -20,13 +22,14 @@ import json
 import stat
 import subprocess
 import time
+from datetime import date
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 import requests
 
-from quicexp.app.daily import DBT_SELECT
+from quicexp.app.daily import run_day
 from quicexp.config import REPO_ROOT
 from tests.dags.airflow_helpers import (
     AIRFLOW,
@@ -121,12 +124,12 @@ class AirflowApi:
 
 @pytest.fixture(scope="module")
 def backfilled(airflow_env, pipeline_lake, lake, tmp_path_factory):
-    """The shared lake's days back-filled by a real scheduler; the middle day's dbt step fails
-    once after doing its work (tests/dags/flaky_quicexp.sh) and is retried by Airflow."""
+    """The shared lake's days back-filled by a real scheduler; the second day's results step
+    fails once after doing its work (tests/dags/flaky_quicexp.sh) and is retried by Airflow."""
     settings = lake("dags_bf")
     days = [d.isoformat() for d in pipeline_lake.days[:BACKFILL_DAYS]]
     flag = tmp_path_factory.mktemp("dags-bf") / "fail-once"
-    flag.write_text(f"dbt build --select {DBT_SELECT} --date {days[1]}")
+    flag.write_text(f"results --date {days[1]}")
     plain = _env(airflow_env, settings, pipeline_lake)
     env = {
         **plain,
@@ -160,8 +163,7 @@ def backfilled(airflow_env, pipeline_lake, lake, tmp_path_factory):
         subprocess.run(
             ["bash", str(AIRFLOW_SCRIPT), "stop"], env=env, capture_output=True, text=True, timeout=300
         )  # fmt: skip
-    return SimpleNamespace(settings=settings, env=env, plain_env=plain, days=days, dag=dag,
-                           states=states, flag=flag, logs=tmp_path_factory.mktemp("dags-bf-logs"))  # fmt: skip
+    return SimpleNamespace(settings=settings, env=env, days=days, dag=dag, states=states, flag=flag)
 
 
 def test_backfill_runs_every_day_and_retries_the_injected_failure(backfilled):
@@ -176,7 +178,7 @@ def test_backfill_runs_every_day_and_retries_the_injected_failure(backfilled):
         if r["event"] == "retry" and r["logical_date"][:10] in backfilled.days
     ]
     assert [(r["task_id"], r["logical_date"][:10]) for r in retried] == [
-        ("dbt_build", backfilled.days[1])
+        ("results", backfilled.days[1])
     ]
     assert "injected failure" in retried[0]["error"]
 
@@ -220,18 +222,24 @@ def test_backfill_ingests_each_logical_day_and_publishes(backfilled, spark):
     )
 
 
-def test_rerunning_an_old_day_after_newer_days_writes_it_and_changes_nothing(backfilled, spark):
+def test_rerunning_an_old_day_after_newer_days_writes_it_and_changes_nothing(
+    backfilled, pipeline_lake, spark
+):
     """Every table is unchanged but the old day's reports: a day's report is rendered by that day's
     run from the data known then (docs/decisions.md), so re-running the day after late data
     arrived re-renders it. The data the reports are drawn from (results, marts, bronze) is equal."""
-    settings = backfilled.settings
+    settings = backfilled.settings.model_copy(
+        update={
+            "landing_root": pipeline_lake.settings.landing_root,
+            "registry_file": pipeline_lake.registry_file,
+        }
+    )
     results = f"{settings.gold_schema}.experiment_results"
     before = {s: table_snapshots(spark, s) for s in (settings.bronze_schema, settings.gold_schema)}
     version = _delta_version(spark, results)
 
-    run = run_dag(backfilled.plain_env, backfilled.days[0], backfilled.logs)
+    run_day(spark, settings, date.fromisoformat(backfilled.days[0]), pipeline_lake.registry)
 
-    assert run.returncode == 0, run.tail()
     assert _delta_version(spark, results) > version, "the old day's results were not rewritten"
     after = {s: table_snapshots(spark, s) for s in (settings.bronze_schema, settings.gold_schema)}
     reports = {

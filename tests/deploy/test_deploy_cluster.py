@@ -1,9 +1,10 @@
 """Cluster mode, proven: one simulated day on a Spark standalone cluster = the same day in local mode.
 
 A master and two workers run from the installed pyspark on 127.0.0.1. ``quicexp run-day`` runs
-in a subprocess with ``SPARK_MASTER=spark://…`` (configuration only), while this process runs
-the same day on the same landing data with its own local[2] session. The two
-``experiment_results`` tables must be equal (row order free, doubles within a relative 1e-9).
+in a subprocess with ``SPARK_MASTER=spark://…`` (configuration only) over the first day of the
+run's shared pipeline lake (tests/pipeline_lake.py: same landing data, same registry), which this
+process ran in local[2] mode. The cluster's ``experiment_results`` must equal the shared lake's
+right after that day (Delta time travel; row order free, doubles within a relative 1e-9).
 
 Code reaches the executors as it would on a real cluster: the executors' Python has the
 dependencies but not the project, so ``jobs`` imports there only from the zip the driver ships
@@ -16,28 +17,23 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from datetime import date
 from pathlib import Path
 
 import pytest
 from _deploy_procs import subprocess_env, wait_for
 
 from jobs.delta_io import qualified
-from quicexp.app.daily import run_day
-from simulation.runner import run_scenario
 from tests.pipeline_lake import assert_same_tables, table_snapshot
 
 pytestmark = pytest.mark.e2e
 
-DAY = date(2026, 6, 15)
-CLIENTS = 2000
 APP = Path(__file__).with_name("_deploy_cluster_app.py")
 
 
-def test_one_day_on_a_standalone_cluster_matches_local_mode(spark, lake, standalone_cluster, bare_executor_python, tmp_path):
-    local, remote = lake("deploy_local"), lake("deploy_cluster")
-    manifest = run_scenario("fhol", local.landing_root, days=1, clients=CLIENTS, start_date=DAY, workers=1)
-    assert manifest["events_total"] > 0
+def test_one_day_on_a_standalone_cluster_matches_local_mode(
+    spark, lake, pipeline_lake, standalone_cluster, bare_executor_python, tmp_path
+):
+    local, remote, day = pipeline_lake.settings, lake("deploy_cluster"), pipeline_lake.days[0]
 
     env = subprocess_env(
         QUICEXP_SPARK__MASTER=None,  # the test run pins local[2]; the cluster run uses Spark's own variable
@@ -49,17 +45,16 @@ def test_one_day_on_a_standalone_cluster_matches_local_mode(spark, lake, standal
         QUICEXP_LAKE_ROOT=str(remote.lake_root),
         QUICEXP_METASTORE_DIR=str(remote.metastore_dir),
         QUICEXP_LANDING_ROOT=str(local.landing_root),
+        QUICEXP_REGISTRY_FILE=str(pipeline_lake.registry_file),
         QUICEXP_BRONZE_SCHEMA=remote.bronze_schema,
         QUICEXP_SILVER_SCHEMA=remote.silver_schema,
         QUICEXP_GOLD_SCHEMA=remote.gold_schema,
     )
     log = tmp_path / "cluster-driver.log"
     with log.open("w") as err:
-        # Started first so its JVM start-up overlaps the local run below.
-        driver = subprocess.Popen([sys.executable, str(APP), DAY.isoformat()], env=env, cwd=tmp_path,
+        driver = subprocess.Popen([sys.executable, str(APP), day.isoformat()], env=env, cwd=tmp_path,
                                   stdout=subprocess.PIPE, stderr=err, text=True)  # fmt: skip
         try:
-            outcome = run_day(spark, local, DAY)
             out, _ = driver.communicate(timeout=1800)
         finally:
             if driver.poll() is None:
@@ -85,9 +80,8 @@ def test_one_day_on_a_standalone_cluster_matches_local_mode(spark, lake, standal
 
     # Same results as local mode (doubles within a relative 1e-9: sums may add in another order).
     table = qualified(local.gold_schema, "experiment_results")
-    local_rows = table_snapshot(spark, table)
-    assert outcome.comparisons == len(local_rows) > 0
+    local_rows = table_snapshot(spark, table, pipeline_lake.gold_versions[day]["experiment_results"])
+    assert len(local_rows) > 0
     assert_same_tables({"experiment_results": table_snapshot(spark, qualified(remote.gold_schema, "experiment_results"))},
                        {"experiment_results": local_rows})  # fmt: skip
-    print(f"\ncluster vs local: {len(local_rows)} result rows equal, "
-          f"{manifest['events_total']} events, local stages {({k: round(v, 1) for k, v in outcome.seconds.items()})}")
+    print(f"\ncluster vs local: {len(local_rows)} result rows equal")

@@ -32,6 +32,7 @@ def fhol():
     return as_dict(fhol_headlines(clients=150_000))
 
 
+@pytest.mark.slow  # 150,000 simulated clients (about a minute): `make test`, not test-fast
 def test_fhol_http_tail_not_median(fhol):
     assert abs(fhol["HTTP latency p50, Windows"]) < 1.0
     assert abs(fhol["HTTP latency p50, Android"]) < 0.5
@@ -43,6 +44,7 @@ def test_fhol_http_tail_not_median(fhol):
     assert within(fhol["HTTP latency p95 (ms), Android control"], 1600.0)
 
 
+@pytest.mark.slow  # 150,000 simulated clients (about a minute): `make test`, not test-fast
 def test_fhol_video_qoe(fhol):
     assert within(fhol["Mean client bandwidth, Windows"], -2.32)
     assert within(fhol["Mean client bandwidth, Android"], -2.98)
@@ -50,6 +52,7 @@ def test_fhol_video_qoe(fhol):
     assert within(fhol["Mean time between rebuffers, Windows"], -2.0)
 
 
+@pytest.mark.slow  # 150,000 simulated clients (about a minute): `make test`, not test-fast
 def test_fhol_search(fhol):
     assert 0.0 < fhol["Search latency (mean), Windows"] < 0.5
     # Android's +0.13% is below this sample's noise (the mean is over the queries that happened,
