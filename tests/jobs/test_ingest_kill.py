@@ -4,8 +4,9 @@ unfinished day that the next day refuses to follow, and the rerun repairs it to 
 The kill is the job's own: ``QUICEXP_TEST_KILL_AFTER_COMMIT=k`` (jobs/day_runs.py) makes the CLI
 process SIGKILL its process group (itself and its JVM) right after its k-th Delta commit. One run of
 a day with three kinds commits: 1 the ``started`` row, 2-4 the three bronze tables (concurrently),
-5 quarantine, 6 id ledger, 7 audit, 8 ``finished``. Every subprocess starts a JVM (~30-60 s on
-the 2-core CI machine), so the test chains two kills rather than one subprocess per kill point:
+5 quarantine, 6 id ledger, 7 audit, 8 ``finished``. Every subprocess starts a JVM and classifies the
+day cold (about 2 min each on the 2-core machine at load 10), so the test chains two kills rather
+than one subprocess per kill point:
 
 * the first ingest of the day, killed after commit 4: every bronze table ahead of the quarantine,
   ledger and audit (nothing of the day in the audit yet); then the uploader removes one kind's
