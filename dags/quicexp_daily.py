@@ -82,7 +82,9 @@ with DAG(
 
         return plan_day(ds)
 
-    @task(pool=LAKE_POOL, execution_timeout=TIMING.spark_timeout)
+    # depends_on_past: day D's ingest waits for D-1's to have succeeded (the ingest also refuses to
+    # run after an unfinished day, see docs/ingestion.md); no other task waits on the past
+    @task(pool=LAKE_POOL, execution_timeout=TIMING.spark_timeout, depends_on_past=True)
     def ingest(steps: list[dict]) -> str | None:
         """Landing → bronze for upload day D (one Spark job)."""
         from quicexp_airflow.pipeline import run_step

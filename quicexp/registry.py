@@ -63,6 +63,15 @@ class Experiment(BaseModel):
 class Registry(BaseModel):
     experiments: list[Experiment]
 
+    @model_validator(mode="after")
+    def _unique_ids(self) -> Registry:
+        seen: set[str] = set()
+        for exp in self.experiments:
+            if exp.id in seen:
+                raise ValueError(f"experiment id {exp.id} appears more than once")
+            seen.add(exp.id)
+        return self
+
     def get(self, experiment_id: str) -> Experiment:
         for exp in self.experiments:
             if exp.id == experiment_id:

@@ -68,6 +68,11 @@ def test_every_registered_simulated_experiment_matches_its_scenario():
             "invalid experiment id",
         ),
         ("experiments: [unclosed", "not valid YAML"),
+        (  # the same id twice: two controls, shares adding up to 2 for one experiment
+            "experiments: [{id: fhol, title: t, start_date: 2026-01-01, arms: [{name: a, share: 1.0, is_control: true}]},"
+            " {id: fhol, title: u, start_date: 2026-01-01, arms: [{name: b, share: 1.0, is_control: true}]}]",
+            "experiment id fhol appears more than once",
+        ),
     ],
 )
 def test_bad_registry_is_a_one_line_error(tmp_path: Path, body: str, message: str):

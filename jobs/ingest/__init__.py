@@ -1,5 +1,5 @@
 """Ingestion: landing zone (JSON lines, Parquet) → bronze Delta tables. See ``job.run``."""
 
-from jobs.ingest.job import IngestSummary, run
+from jobs.ingest.job import JOB, IngestSummary, run
 
-__all__ = ["IngestSummary", "run"]
+__all__ = ["JOB", "IngestSummary", "run"]

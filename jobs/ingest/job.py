@@ -14,10 +14,17 @@ Order of work, so that a failure never leaves a half-written day:
    in strict mode, a one-line error before anything is written);
 2. parse, validate and classify every kind, cached, and count the audit — this reads all
    input, so a corrupt upload fails here, before any write;
-3. one Delta commit per event table that has files for the day or had some at the day's
-   last ingest (written concurrently), then one commit each for the quarantine, the id ledger and
-   the audit (the audit goes last: a day with audit rows is a finished day);
-4. re-ingest the later upload days whose cross-day duplicates this day changed (back-fill).
+3. commit the run's ``started`` row in ``bronze.ingest_runs`` (jobs/day_runs.py), with the kinds
+   it will write;
+4. one Delta commit per event table that has files for the day or had some at the day's
+   last ingest or in an unfinished run of the day (written concurrently), then one commit each
+   for the quarantine, the id ledger and the audit;
+5. re-ingest the later upload days whose cross-day duplicates this day changed (back-fill);
+6. commit the run's ``finished`` row: only now is the day finished (docs/ingestion.md).
+
+The whole run holds the upload day's lock, and refuses to start when the previous upload day
+has an unfinished run. A rerun of an unfinished day repairs it: it also empties the kinds the
+unfinished run had started to write, and re-ingests every later ingested day in the window.
 """
 
 from __future__ import annotations
@@ -35,7 +42,8 @@ from functools import reduce
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from jobs.delta_io import ensure_schema, qualified, replace_where
+from jobs import day_runs
+from jobs.delta_io import ensure_schema, qualified
 from jobs.ingest import dedup, jsonlines, tables
 from jobs.ingest.landing import Batches, LandingError, find_batches, parquet_uri
 from jobs.ingest.validate import parse_json_files, parse_parquet, parsed_struct, semantic_reason
@@ -47,6 +55,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("quicexp.ingest")
 
+#: the job's name in the run table (bronze.ingest_runs)
+JOB = "events"
 WRITE_THREADS = 3
 # Catalyst's constraint propagation grows combinatorially on the wide CASE/COALESCE projections
 # of validation, worst over a union (several Parquet schema groups of one kind): the heap fills
@@ -202,17 +212,20 @@ def run(
     *,
     cascade: bool = True,
     strict: bool = False,
+    check_previous: bool = True,
 ) -> IngestSummary:
     """Ingest the upload day ``day`` for every event kind (or ``kinds``); see the module docstring.
 
     ``strict``: a landing file that cannot be read fails the day (naming the file, nothing
     written) instead of being quarantined as one ``unreadable_file`` record.
+    ``check_previous``: refuse when the previous upload day has an unfinished run (the cascade
+    of a day's run into later days turns it off: the day that cascades is itself not finished yet).
     """
     conf = dict(SCOPED_CONF)
     partitions = shuffle_partitions(settings.landing_root, day, int(spark.conf.get("spark.sql.shuffle.partitions")))
     conf["spark.sql.shuffle.partitions"] = str(partitions)
-    with _scoped_conf(spark, conf):
-        return _run(spark, settings, day, kinds, cascade=cascade, strict=strict)
+    with day_runs.day_lock(settings, day, f"{JOB} ingest"), _scoped_conf(spark, conf):
+        return _run(spark, settings, day, kinds, cascade=cascade, strict=strict, check_previous=check_previous)
 
 
 # Shuffle sizing from the landing files (settings that follow the data): the dedup window's
@@ -243,7 +256,7 @@ def shuffle_partitions(landing_root, day: date, configured: int) -> int:
 
 
 def _run(spark: SparkSession, settings: Settings, day: date, kinds: tuple[str, ...] | None, *, cascade: bool,
-         strict: bool) -> IngestSummary:
+         strict: bool, check_previous: bool) -> IngestSummary:
     from py4j.protocol import Py4JJavaError
     from pyspark import StorageLevel
     from pyspark.errors import PySparkException
@@ -251,8 +264,19 @@ def _run(spark: SparkSession, settings: Settings, day: date, kinds: tuple[str, .
 
     started = time.monotonic()
     kinds = tuple(kinds or telemetry.EVENT_KINDS)
-    batches = [b for b in find_batches(settings.landing_root, day, kinds) if not b.empty]
+    find_batches(settings.landing_root, day, ())  # a missing landing day fails before any catalog work
     ensure_schema(spark, settings.bronze_schema)
+    day_runs.ensure_runs_table(spark, settings)
+    if check_previous:
+        day_runs.refuse_after_unfinished(spark, settings, day, JOB)
+    previous = day_runs.latest(spark, settings, day, JOB)
+    repairing = previous is not None and previous.unfinished
+    unfinished_kinds = tuple(k for k in (previous.kinds if repairing else ()) if k in telemetry.EVENT_KINDS)
+    if repairing:
+        log.warning("ingest %s: the day's last run %s did not finish; this run repairs it (kinds %s too)",
+                    day, previous.run_id, ", ".join(unfinished_kinds) or "none")
+        kinds += tuple(k for k in unfinished_kinds if k not in kinds)
+    batches = [b for b in find_batches(settings.landing_root, day, kinds) if not b.empty]
     tables.ensure_tables(spark, settings, kinds)
     schema = settings.bronze_schema
     audit_table = qualified(schema, tables.AUDIT)
@@ -261,8 +285,11 @@ def _run(spark: SparkSession, settings: Settings, day: date, kinds: tuple[str, .
     mine: Column = this_day & F.col("kind").isin(list(kinds))
 
     later = dedup.later_ingested_days(spark, settings, day, audit_table) if cascade else []
-    old_ids = spark.table(ledger_table).where(mine).localCheckpoint(eager=True) if later else None
+    # an unfinished run may have replaced the ledger slice already: its old ids are lost, so every
+    # later ingested day in the window is re-ingested (idempotent where nothing changed)
+    old_ids = spark.table(ledger_table).where(mine).localCheckpoint(eager=True) if later and not repairing else None
 
+    day_run = day_runs.DayRun(spark, settings, day, JOB)
     # plain-named links to Parquet files whose names Hadoop cannot take (removed at the end)
     links = Path(settings.lake_root) / "_ingest_links" / f"{day}-{uuid.uuid4().hex}"
     earlier = dedup.earlier_ids(spark, settings, day).persist(StorageLevel.MEMORY_AND_DISK)
@@ -282,24 +309,30 @@ def _run(spark: SparkSession, settings: Settings, day: date, kinds: tuple[str, .
         log.info("ingest %s: %d files of %d kinds read and classified in %.1fs",
                  day, sum(b.files for b in batches), len(batches), time.monotonic() - started)
 
-        stale = _kinds_loaded_before(spark, audit_table, day, tuple(k for k in kinds if k not in classified))
+        absent = tuple(k for k in kinds if k not in classified)
+        stale = _kinds_loaded_before(spark, audit_table, day, absent) | {k for k in unfinished_kinds if k in absent}
         writes = [(kind, df.where(F.col("status") == dedup.LOADED).select(*tables.bronze_columns(kind)))
                   for kind, df in classified.items()]
         writes += [(kind, spark.createDataFrame([], tables.bronze_struct(kind))) for kind in sorted(stale)]
+        day_run.start([kind for kind, _ in writes],
+                      [kind for kind, _ in writes] + [tables.QUARANTINE, tables.LEDGER, tables.AUDIT])
         with ThreadPoolExecutor(max_workers=WRITE_THREADS) as pool:
-            list(pool.map(lambda kw: replace_where(kw[1], qualified(schema, kw[0]), this_day), writes))
+            list(pool.map(lambda kw: day_runs.commit(kw[1], qualified(schema, kw[0]), this_day), writes))
 
         quarantine = _union([
             df.where(F.col("status") == dedup.QUARANTINED).select(
                 F.lit(kind).alias("kind"), "upload_date", "source_file", "event_id", "reason", "raw_text")
             for kind, df in classified.items()
         ], tables.QUARANTINE_DDL, spark)
-        replace_where(quarantine, qualified(schema, tables.QUARANTINE), mine)
+        day_runs.commit(quarantine, qualified(schema, tables.QUARANTINE), mine)
         new_ids = _union([dedup.ledger_rows(df, kind) for kind, df in classified.items()], tables.LEDGER_DDL, spark)
-        replace_where(new_ids, ledger_table, mine)
-        replace_where(spark.createDataFrame(audit, tables.side_struct(tables.AUDIT_DDL)), audit_table, mine)
+        day_runs.commit(new_ids, ledger_table, mine)
+        day_runs.commit(spark.createDataFrame(audit, tables.side_struct(tables.AUDIT_DDL)), audit_table, mine)
 
-        affected = dedup.affected_later_days(spark, settings, day, old_ids, new_ids, later) if later else []
+        if repairing:
+            affected = later
+        else:
+            affected = dedup.affected_later_days(spark, settings, day, old_ids, new_ids, later) if later else []
     finally:
         for df in classified.values():
             df.unpersist()
@@ -310,8 +343,9 @@ def _run(spark: SparkSession, settings: Settings, day: date, kinds: tuple[str, .
     _log_summary(summary)
     for later_day in affected:
         log.info("ingest %s changed cross-day duplicates of upload day %s: re-ingesting it", day, later_day)
-        run(spark, settings, later_day, kinds, cascade=False)
+        run(spark, settings, later_day, kinds, cascade=False, check_previous=False)
         summary.cascaded.append(later_day)
+    day_run.finish()
     return summary
 
 

@@ -26,7 +26,9 @@ ends as rows read = loaded + quarantined + duplicate in ``bronze.ingest_audit`` 
   the earlier days, and re-ingesting a day re-ingests the later days whose duplicates it changed.
 
 A day replaces its own rows (``upload_date = D``). A day with no qlog file and no sidecar costs
-one catalog look-up when it had none before; when it had some, its rows are removed.
+one catalog look-up when it had none before; when it had some, its rows are removed. A run is
+recorded in ``bronze.ingest_runs`` (job ``qlog``) as started before its first commit and finished
+after its last, under the upload day's lock, like the events' ingest (jobs/day_runs.py).
 """
 
 from __future__ import annotations
@@ -41,7 +43,8 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from jobs.delta_io import ensure_schema, ensure_table, qualified, replace_where
+from jobs import day_runs
+from jobs.delta_io import ensure_schema, ensure_table, qualified
 from jobs.ingest import dedup, tables
 from jobs.ingest.landing import LandingError, day_dir
 from quicexp.config import Settings
@@ -318,18 +321,32 @@ def _evolve(spark: SparkSession, target: str, struct) -> None:
 
 
 def _had_rows(spark: SparkSession, settings: Settings, day: date) -> bool:
-    """Whether a past ingest of ``day`` left qlog audit rows (and so rows to remove)."""
+    """Whether a past ingest of ``day`` left qlog audit rows or an unfinished run (and so rows to remove)."""
     from pyspark.sql import functions as F
 
     audit = qualified(settings.bronze_schema, tables.AUDIT)
     if not spark.catalog.tableExists(audit):
         return False
+    if spark.catalog.tableExists(day_runs.runs_table(settings)):
+        last = day_runs.latest(spark, settings, day, KIND)
+        if last is not None and last.unfinished:
+            return True
     return bool(spark.table(audit).where((F.col("upload_date") == F.lit(day)) & (F.col("kind") == KIND))
                 .limit(1).collect())
 
 
-def run(spark: SparkSession, settings: Settings, day: date, *, cascade: bool = True) -> QlogSummary:
-    """Ingest the qlog files of upload day ``day`` (replacing that day's rows); see the module docstring."""
+def run(spark: SparkSession, settings: Settings, day: date, *, cascade: bool = True,
+        check_previous: bool = True) -> QlogSummary:
+    """Ingest the qlog files of upload day ``day`` (replacing that day's rows); see the module docstring.
+
+    ``check_previous``: refuse when the previous upload day's qlog run did not finish (off for the
+    cascade into later days, which runs inside the unfinished run of ``day``).
+    """
+    with day_runs.day_lock(settings, day, f"{KIND} ingest"):
+        return _run(spark, settings, day, cascade=cascade, check_previous=check_previous)
+
+
+def _run(spark: SparkSession, settings: Settings, day: date, *, cascade: bool, check_previous: bool) -> QlogSummary:
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
     from pyspark.sql.types import _parse_datatype_string
@@ -344,6 +361,12 @@ def run(spark: SparkSession, settings: Settings, day: date, *, cascade: bool = T
     schema = settings.bronze_schema
     ensure_schema(spark, schema)
     tables.ensure_tables(spark, settings, ())
+    day_runs.ensure_runs_table(spark, settings)
+    if check_previous:
+        day_runs.refuse_after_unfinished(spark, settings, day, KIND)
+    previous = day_runs.latest(spark, settings, day, KIND)
+    repairing = previous is not None and previous.unfinished
+    day_run = day_runs.DayRun(spark, settings, day, KIND)
     target = qualified(schema, TABLE)
     audit_table = qualified(schema, tables.AUDIT)
     ledger_table = qualified(schema, tables.LEDGER)
@@ -352,7 +375,8 @@ def run(spark: SparkSession, settings: Settings, day: date, *, cascade: bool = T
     side = read_sidecars(landing.sidecars, day)
     mapping = spark.createDataFrame(side.mappings, _parse_datatype_string(MAPPING_DDL))
     later = dedup.later_ingested_days(spark, settings, day, audit_table) if cascade else []
-    old_ids = spark.table(ledger_table).where(mine).localCheckpoint(eager=True) if later else None
+    # an unfinished run may have replaced the ledger slice: the old ids are lost, every later day is redone
+    old_ids = spark.table(ledger_table).where(mine).localCheckpoint(eager=True) if later and not repairing else None
     earlier = dedup.earlier_ids(spark, settings, day).where(F.col("kind") == KIND).persist(StorageLevel.MEMORY_AND_DISK)
     classified = classify(_parsed(spark, landing), mapping, day, settings, earlier).persist(StorageLevel.MEMORY_AND_DISK)
     try:
@@ -360,19 +384,23 @@ def run(spark: SparkSession, settings: Settings, day: date, *, cascade: bool = T
         ensure_table(spark, target, rows.schema, tables.BRONZE_PARTITIONS)
         _evolve(spark, target, rows.schema)
         audit = [r.asDict() for r in tables.audit_rows(classified, KIND, day).collect()] + side.audit
-        replace_where(classified.where(F.col("status") == dedup.LOADED).select(*TABLE_COLUMNS), target,
-                      F.col("upload_date") == F.lit(day))
+        day_run.start([KIND], [TABLE, tables.QUARANTINE, tables.LEDGER, tables.AUDIT])
+        day_runs.commit(classified.where(F.col("status") == dedup.LOADED).select(*TABLE_COLUMNS), target,
+                        F.col("upload_date") == F.lit(day))
         quarantine = classified.where(F.col("status") == dedup.QUARANTINED).select(
             F.lit(KIND).alias("kind"), "upload_date", "source_file",
             F.coalesce("odcid", F.concat(F.lit("trace "), F.col("trace_index").cast("string"))).alias("event_id"),
             "reason", F.lit(None).cast("string").alias("raw_text"))
         if side.quarantine:
             quarantine = quarantine.unionByName(spark.createDataFrame(side.quarantine, tables.side_struct(tables.QUARANTINE_DDL)))
-        replace_where(quarantine, qualified(schema, tables.QUARANTINE), mine)
+        day_runs.commit(quarantine, qualified(schema, tables.QUARANTINE), mine)
         new_ids = dedup.ledger_rows(classified, KIND)
-        replace_where(new_ids, ledger_table, mine)
-        replace_where(spark.createDataFrame(audit, tables.side_struct(tables.AUDIT_DDL)), audit_table, mine)
-        affected = dedup.affected_later_days(spark, settings, day, old_ids, new_ids, later) if later else []
+        day_runs.commit(new_ids, ledger_table, mine)
+        day_runs.commit(spark.createDataFrame(audit, tables.side_struct(tables.AUDIT_DDL)), audit_table, mine)
+        if repairing:
+            affected = later
+        else:
+            affected = dedup.affected_later_days(spark, settings, day, old_ids, new_ids, later) if later else []
     finally:
         classified.unpersist()
         earlier.unpersist()
@@ -383,6 +411,7 @@ def run(spark: SparkSession, settings: Settings, day: date, *, cascade: bool = T
              counts["rows_duplicate"], summary.seconds)
     for later_day in affected:
         log.info("qlog %s changed cross-day duplicates of upload day %s: re-ingesting it", day, later_day)
-        run(spark, settings, later_day, cascade=False)
+        run(spark, settings, later_day, cascade=False, check_previous=False)
         summary.cascaded.append(later_day)
+    day_run.finish()
     return summary

@@ -1,5 +1,6 @@
 with source as (
     select * from {{ source('bronze', 'page_loads') }}
+    {{ where_finished_upload_day() }}
 ),
 
 renamed as (

@@ -1,5 +1,6 @@
 with source as (
     select * from {{ source('bronze', 'video_playbacks') }}
+    {{ where_finished_upload_day() }}
 ),
 
 renamed as (

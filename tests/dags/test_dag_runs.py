@@ -246,6 +246,9 @@ def test_rerunning_an_old_day_after_newer_days_writes_it_and_changes_nothing(
         "before": before[settings.gold_schema].pop("experiment_reports"),
         "after": after[settings.gold_schema].pop("experiment_reports"),
     }
+    for snapshot in (before, after):  # a rerun is a new run of the day: its id and times differ, not its state
+        runs = snapshot[settings.bronze_schema]
+        runs["ingest_runs"] = runs["ingest_runs"].drop(columns=["run_id", "started_at", "finished_at"])
     for schema, tables in before.items():
         assert_same_tables(after[schema], tables)
     old_day = {

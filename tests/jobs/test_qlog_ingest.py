@@ -16,6 +16,7 @@ from datetime import date, timedelta
 import pytest
 
 import jobs.qlog.job
+from jobs import day_runs
 from jobs.ingest.tables import AUDIT, LEDGER, QUARANTINE
 from tests.conftest import free_port
 from tests.jobs.quic_exchange import run_exchange
@@ -161,6 +162,9 @@ def test_cross_day_repeats_and_days_without_qlog(ingest_spark, lake, exchange, s
     shutil.rmtree(day1)
     withdrawn = jobs.qlog.job.run(spark, settings, d1)
     assert withdrawn.cascaded == [d2]
+    for day in (d1, d2):  # the cascaded day has its own run, finished inside d1's
+        assert day_runs.latest(spark, settings, day, jobs.qlog.job.KIND).state == day_runs.FINISHED
+    assert day_runs.latest(spark, settings, d3, jobs.qlog.job.KIND) is None  # nothing to do, nothing recorded
     assert loaded() == sorted([(exchange.odcid, str(d2)), (second.odcid, str(d2))])
     assert _audit(spark, settings, d1) == {}
     ids = spark.sql(f"SELECT count(*) AS n FROM {settings.bronze_schema}.{LEDGER} "
