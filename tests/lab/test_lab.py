@@ -1,9 +1,13 @@
-"""The lab end to end: a small grid of real ngtcp2 transfers through the relay → landing → qlog ingest.
+"""The lab end to end: a small grid of real ngtcp2 transfers through the relay → landing → the
+daily run (``run_day``: ingest, qlog ingest, dbt build, results, report).
 
 Checks the traces against the impairment: the relay's drops are binomial at the configured
 rate, the loss the traces show (packets the server sent that the client never received, and
 the losses the server detected) agrees with the relay's drop counter within binomial noise,
-and the RTTs the stacks measured agree with the configured delay.
+and the RTTs the stacks measured agree with the configured delay. Then the same in gold: the
+qlog metrics' sufficient statistics per arm and network condition (the RTT bucket the lab's
+connection events put each client in) agree with the relay and the configured delay, and the
+results and the report carry those metrics with confidence intervals.
 """
 
 from __future__ import annotations
@@ -16,12 +20,14 @@ from collections import defaultdict
 from datetime import UTC, datetime
 
 import pytest
+import yaml
 
-import jobs.ingest
-import jobs.qlog.job
 from jobs.ingest.tables import QUARANTINE
 from lab.config import parse_config
 from lab.runner import run
+from quicexp.app.daily import run_day
+from quicexp.metrics import load_metrics
+from quicexp.registry import Arm, Experiment, Registry
 
 pytestmark = pytest.mark.skipif(shutil.which("gtlsclient") is None, reason="ngtcp2-client not installed "
                                 "(scripts/test-deps.d/ngtcp2.sh)")
@@ -71,12 +77,26 @@ def test_lab_writes_the_landing_day(lab_run):
         (c.condition, c.arm, "server_to_client") for c in summary.connections}
 
 
-def test_traces_load_and_agree_with_the_relay(ingest_spark, lab_run):
-    spark, (settings, summary, _) = ingest_spark, lab_run
-    qlog = jobs.qlog.job.run(spark, settings, summary.day)
+@pytest.fixture(scope="module")
+def lab_day(ingest_spark, lab_run):
+    """The lab's landing day through the daily run, with the lab experiment in the registry
+    (cubic the control; the lab's own hashing splits clients evenly)."""
+    settings, summary, _ = lab_run
+    registry = Registry(experiments=[Experiment(
+        id=CONFIG["experiment_id"], title="lab: cubic vs reno", start_date=summary.day,
+        arms=[Arm(name="cubic", share=0.5, is_control=True), Arm(name="reno", share=0.5)])])
+    registry_file = settings.home / "experiments.yml"
+    registry_file.write_text(yaml.safe_dump(registry.model_dump(mode="json"), sort_keys=False))
+    settings = settings.model_copy(update={"registry_file": registry_file})
+    return settings, summary, run_day(ingest_spark, settings, summary.day, registry)
+
+
+def test_traces_load_and_agree_with_the_relay(ingest_spark, lab_run, lab_day):
+    spark, (settings, summary, outcome) = ingest_spark, lab_day
+    qlog = outcome.qlog
     assert (qlog.counts["rows_quarantined"], qlog.counts["rows_duplicate"]) == (0, 0)
     assert qlog.counts["rows_loaded"] == 2 * 8 + 8  # both ends of each connection + the sidecar lines
-    events = jobs.ingest.run(spark, settings, summary.day, ("connections", "http_transactions"))
+    events = outcome.ingest
     assert events.total("rows_quarantined") == 0 and events.per_kind["connections"]["rows_loaded"] == 8
     assert events.per_kind["http_transactions"]["rows_loaded"] == 8
     assert spark.table(f"{settings.bronze_schema}.{QUARANTINE}").count() == 0
@@ -115,3 +135,49 @@ def test_traces_load_and_agree_with_the_relay(ingest_spark, lab_run):
             assert c["server"].srtt_median_ms <= condition.rtt_ms + 60, (key, c["server"].srtt_median_ms)
             assert c["server"].rtt_samples >= 10
             assert c["client"].handshake_ms >= condition.rtt_ms - 1  # at least one round trip
+
+
+#: the RTT bucket (dbt var segment_buckets) of each configured delay: the lab's network condition
+RTT_BUCKET = {30: "<50ms", 60: "50-100ms"}
+QLOG_METRICS = [m.name for m in load_metrics().metrics if m.source == "qlog_connections"]
+
+
+def test_qlog_metrics_reach_gold_per_arm_and_network_condition(ingest_spark, lab_day):
+    """Sufficient statistics of the qlog metrics per arm x RTT bucket agree with the relay and the
+    configured delay; results and the report have them with confidence intervals."""
+    spark, (settings, summary, outcome) = ingest_spark, lab_day
+    assert len(QLOG_METRICS) == 16 and not outcome.failed_reports
+    stats = spark.table(f"{settings.gold_schema}.experiment_sufficient_stats").where(
+        "metric like 'qlog_%'").toPandas()
+    assert set(stats["metric"]) == set(QLOG_METRICS)
+    by_rtt = stats[stats["segment_type"] == "rtt_bucket"].set_index(["metric", "segment_value", "arm"])
+    relay = {(r["condition"], r["arm"]): r for r in summary.relay if r["direction"] == "server_to_client"}
+    conditions = {c.name: c for c in parse_config(CONFIG).conditions}
+    for (condition_name, arm), counter in relay.items():
+        condition = conditions[condition_name]
+        key = RTT_BUCKET[condition.rtt_ms], arm
+        clients = sum(1 for c in summary.connections if (c.condition, c.arm) == (condition_name, arm))
+        # each client is one unit of its arm, in the RTT bucket of its condition
+        assert by_rtt.loc[("qlog_loss_rate_server", *key), "n_units"] == clients >= 2
+        # loss rate: the server's detected losses over its packets sent ~ the relay's drop rate
+        lost, sent = by_rtt.loc[("qlog_loss_rate_server", *key), ["sum_y", "sum_x"]]
+        p = counter["dropped"] / counter["received"]
+        assert abs(lost - sent * p) <= band(int(sent), p), (key, lost, sent, counter)
+        # min RTT (mean over the arm's connections): at the configured delay, on both ends
+        for end in ("client", "server"):
+            total, n = by_rtt.loc[(f"qlog_min_rtt_{end}", *key), ["sum_y", "sum_x"]]
+            assert condition.rtt_ms - 1 <= total / n <= condition.rtt_ms + 25, (key, end, total / n)
+    results = spark.table(f"{settings.gold_schema}.experiment_results").where(
+        f"metric like 'qlog_%' and as_of_date = date'{summary.day}'").toPandas()
+    cells = results[results["segment_type"].isin(["overall", "rtt_bucket"])]
+    assert set(cells["metric"]) == set(QLOG_METRICS)
+    assert set(cells[cells["segment_type"] == "rtt_bucket"]["segment_value"]) == set(RTT_BUCKET.values())
+    # A CI is missing only where neither arm varies: ngtcp2 logs whole milliseconds, so every
+    # connection of a condition can report exactly the configured delay as its min RTT.
+    finite = cells["ci_abs_lower"].notna() & cells["ci_abs_upper"].notna()
+    flat = cells[~finite]
+    assert (flat["se_abs"] == 0).all() and (flat["value_control"] == flat["value_treatment"]).all(), flat
+    assert finite.sum() >= 0.8 * len(cells)
+    assert (cells.loc[finite, "ci_abs_lower"] <= cells.loc[finite, "ci_abs_upper"]).all()
+    html = outcome.reports[0].read_text()
+    assert 'id="qlog"' in html and "qlog server loss rate" in html and "50-100ms" in html
