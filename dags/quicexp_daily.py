@@ -11,6 +11,8 @@ For its **logical day D** (`{{ ds }}`, the start of the run's one-day data inter
    `<landing_root>/upload_date=D/`; without them it fails after its timeout with a clear message
    and nothing is written;
 3. **ingest**: `quicexp ingest --date D` (landing → bronze, replace-where on `upload_date = D`);
+   then **ingest_qlog**: `quicexp ingest-qlog --date D` (the day's qlog traces →
+   bronze.qlog_connections; a day without qlog writes nothing);
 4. **dbt_build**: `quicexp dbt build --date D` (staging → intermediate → marts, with their data
    tests, in the pipeline's Spark session; dbt unit tests run in CI, not daily);
 5. **results**: `quicexp results --date D` (gold.experiment_sufficient_stats → stats engine →
@@ -99,6 +101,13 @@ with DAG(
         return run_step(steps, "dbt_build")
 
     @task(pool=LAKE_POOL, execution_timeout=TIMING.spark_timeout)
+    def ingest_qlog(steps: list[dict]) -> str | None:
+        """The day's qlog traces → bronze.qlog_connections (nothing written without qlog)."""
+        from quicexp_airflow.pipeline import run_step
+
+        return run_step(steps, "ingest_qlog")
+
+    @task(pool=LAKE_POOL, execution_timeout=TIMING.spark_timeout)
     def results(steps: list[dict]) -> str | None:
         """Sufficient statistics → statistics engine → gold.experiment_results for day D."""
         from quicexp_airflow.pipeline import run_step
@@ -136,6 +145,7 @@ with DAG(
     (
         landing
         >> ingest(day["steps"])
+        >> ingest_qlog(day["steps"])
         >> dbt_build(day["steps"])
         >> results(day["steps"])
         >> reports(day["steps"])

@@ -22,7 +22,7 @@
     {%- if 'guardrail' in raw and not (raw['guardrail'] is sameas true or raw['guardrail'] is sameas false) -%}
         {%- do exceptions.raise_compiler_error("registry/metrics.yml: metric " ~ name ~ " has a guardrail that is not true or false") -%}
     {%- endif -%}
-    {%- if 'group' in raw and raw['group'] not in ['latency', 'video', 'transport', 'other'] -%}
+    {%- if 'group' in raw and raw['group'] not in ['latency', 'video', 'transport', 'qlog', 'other'] -%}
         {%- do exceptions.raise_compiler_error("registry/metrics.yml: metric " ~ name ~ " has unknown group " ~ raw['group']) -%}
     {%- endif -%}
     {%- if 'scale' in raw and not (raw['scale'] is number and raw['scale'] is not sameas true and raw['scale'] is not sameas false and raw['scale'] > 0) -%}

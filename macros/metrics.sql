@@ -61,7 +61,7 @@
 {#- The event kinds (bronze tables) a metric can come from. -#}
 {% macro event_sources() %}
     {{ return(['http_transactions', 'search_queries', 'page_loads', 'video_playbacks',
-               'connections', 'multipath_paths', 'header_compression']) }}
+               'connections', 'multipath_paths', 'header_compression', 'qlog_connections']) }}
 {% endmacro %}
 
 

@@ -46,9 +46,10 @@ Source = Literal[
     "connections",
     "multipath_paths",
     "header_compression",
+    "qlog_connections",
 ]
 #: the report's sections, in reading order
-Group = Literal["latency", "video", "transport", "other"]
+Group = Literal["latency", "video", "transport", "qlog", "other"]
 #: the event kinds (bronze tables) a metric can come from; macros/metrics.sql event_sources()
 EVENT_SOURCES: tuple[str, ...] = get_args(Source)
 GROUPS: tuple[str, ...] = get_args(Group)

@@ -17,7 +17,7 @@ from reports.fmt import power_columns
 from reports.header import build_header
 from reports.metrics import using
 from reports.multipath import multipath_section
-from reports.scorecard import headlines, percentile_table, power_lines, scorecard
+from reports.scorecard import group_rows, headlines, percentile_table, power_lines, scorecard
 
 _ENV = Environment(
     loader=PackageLoader("reports", "templates"),
@@ -58,6 +58,7 @@ def context(data: ReportData) -> dict:
         "headlines": headlines(main_rows, alpha, correction),
         "rows": main_rows,
         "network_rows": network_rows,
+        "qlog_rows": group_rows(today, "qlog"),
         "multi_arm": today["treatment_arm"].nunique() > 1 if len(today) else False,
         "power": power_lines(today),
         "pcols": power_columns(today),

@@ -139,6 +139,19 @@ def scorecard(today: pd.DataFrame) -> tuple[list[ScoreRow], list[ScoreRow]]:
     return score_rows(today[main]), score_rows(today[~main])
 
 
+#: segments of a metric group's own section: overall and the network-condition buckets
+GROUP_SEGMENTS = ("overall", "rtt_bucket", "loss_bucket", "bandwidth_bucket")
+
+
+def group_rows(today: pd.DataFrame, group: str) -> list[ScoreRow]:
+    """Rows of the metrics of one registry ``group`` (e.g. qlog), overall and per network
+    condition: every arm's value and the delta with its CIs."""
+    if not len(today):
+        return []
+    mine = today["metric"].map(lambda m: display(m).group == group) & today["segment_type"].isin(GROUP_SEGMENTS)
+    return score_rows(today[mine])
+
+
 @dataclass(frozen=True)
 class Headlines:
     breaches: list[str]

@@ -213,7 +213,8 @@ def _chart_metrics() -> set[str]:
             continue
         for flt in (doc.get("params") or {}).get("adhoc_filters") or []:
             if flt.get("subject") == "metric":
-                names.add(flt["comparator"])
+                comparator = flt["comparator"]  # one name (==) or a list (IN)
+                names.update(comparator if isinstance(comparator, list) else [comparator])
             names.update(
                 re.findall(r"metric\s*<>\s*'([a-z0-9_]+)'", flt.get("sqlExpression") or "")
             )

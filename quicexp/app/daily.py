@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from jobs.ingest import IngestSummary
+    from jobs.qlog.job import QlogSummary
 
 log = logging.getLogger("quicexp.app.daily")
 
@@ -56,6 +57,8 @@ class Step:
 #: in-process. Reports are isolated: one failing report does not stop the others.
 STEPS: tuple[Step, ...] = (
     Step("ingest", ("ingest",), "landing -> bronze for upload day D"),
+    Step("ingest_qlog", ("ingest-qlog",),
+         "the day's qlog traces -> bronze.qlog_connections (a listing and one catalog look-up without qlog)"),
     Step("dbt_build", ("dbt", "build", "--select", DBT_SELECT),
          "publish the registry, then dbt models and their data tests for day D"),
     Step("results", ("results",), "sufficient statistics -> stats engine -> gold.experiment_results"),
@@ -83,6 +86,7 @@ def plan(settings: Settings, day: date, registry: Registry | None = None) -> dic
 class DayOutcome:
     day: date
     ingest: IngestSummary | None = None
+    qlog: QlogSummary | None = None
     comparisons: int = 0
     reports: list[Path] = field(default_factory=list)
     failed_reports: list[str] = field(default_factory=list)
@@ -99,6 +103,7 @@ def run_day(spark: SparkSession, settings: Settings, day: date, registry: Regist
     """
     import jobs.experiment_results
     import jobs.ingest
+    import jobs.qlog.job
     import jobs.registry
     import jobs.report
 
@@ -115,6 +120,10 @@ def run_day(spark: SparkSession, settings: Settings, day: date, registry: Regist
     def ingest() -> tuple[int, str]:
         outcome.ingest = jobs.ingest.run(spark, settings, day)
         return outcome.ingest.total("rows_read"), "rows"
+
+    def ingest_qlog() -> tuple[int, str]:
+        outcome.qlog = jobs.qlog.job.run(spark, settings, day)
+        return outcome.qlog.counts["rows_read"], "rows"
 
     def dbt_build() -> tuple[int, str]:
         jobs.registry.run(spark, settings, day, registry)
@@ -135,7 +144,8 @@ def run_day(spark: SparkSession, settings: Settings, day: date, registry: Regist
                 outcome.failed_reports.append(f"{experiment.id} ({type(exc).__name__}: {exc})".splitlines()[0])
         return len(outcome.reports), "reports"
 
-    actions = {"ingest": ingest, "dbt_build": dbt_build, "results": results, "reports": reports}
+    actions = {"ingest": ingest, "ingest_qlog": ingest_qlog, "dbt_build": dbt_build, "results": results,
+               "reports": reports}  # fmt: skip
     for step in STEPS:
         timed(step.name, actions[step.name])
     if outcome.failed_reports:

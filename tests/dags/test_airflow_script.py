@@ -35,7 +35,7 @@ def test_plan_names_the_days_landing_folder_and_running_experiments(base_setting
         "experiments": plan["experiments"],
         "steps": plan["steps"],
     }
-    assert [step["name"] for step in plan["steps"]] == ["ingest", "dbt_build", "results", "reports"]
+    assert [step["name"] for step in plan["steps"]] == ["ingest", "ingest_qlog", "dbt_build", "results", "reports"]
     assert plan["steps"][0]["argv"] == ["ingest", "--date", "2026-06-16"]
     assert "fhol_2026_06" in plan["experiments"]
     assert json.loads(before.stdout)["experiments"] == []

@@ -92,9 +92,10 @@ def test_landing_sensor_reschedules_and_times_out(facts):
 def test_task_order(facts):
     downstream = {t: v["downstream"] for t, v in facts["dags"]["quicexp_daily"]["tasks"].items()}
     assert downstream == {
-        "plan": ["dbt_build", "ingest", "publish", "reports", "results", "wait_for_landing"],
+        "plan": ["dbt_build", "ingest", "ingest_qlog", "publish", "reports", "results", "wait_for_landing"],
         "wait_for_landing": ["ingest"],
-        "ingest": ["dbt_build"],
+        "ingest": ["ingest_qlog"],
+        "ingest_qlog": ["dbt_build"],
         "dbt_build": ["results"],
         "results": ["reports"],
         "reports": ["publish"],

@@ -56,12 +56,15 @@ def sufficient_stats(
     tail_effect: float = 0.06,
     multipath: bool = False,
     seed: int = 1,
+    qlog: bool = False,
 ) -> pd.DataFrame:
     """Sufficient statistics of a two-arm experiment over ``days`` as-of dates.
 
     The treatment slows request latency events above the control's 80th percentile by
     ``tail_effect`` (a tail effect, flat median: the FHOL shape; 0 gives an A/A test), and, with
-    ``multipath``, shortens close delay and RTT tails while re-injecting ~2% of bytes.
+    ``multipath``, shortens close delay and RTT tails while re-injecting ~2% of bytes. With
+    ``qlog``, the qlog metrics qlog_loss_rate_server (treatment loses 30% more) and
+    qlog_min_rtt_client (one connection per client and day) are added.
     """
     rng = np.random.default_rng(seed)
     arm = (rng.random(n_units) < shares[1]).astype(int)
@@ -85,6 +88,9 @@ def sufficient_stats(
     srtt = np.exp(rng.normal(3.6, 0.5, unit.size)) * np.where(arm[unit] == 1, 0.95, 1.0)
     path_bytes = rng.gamma(2, 5e5, (days, n_units))
     reinj = path_bytes * np.where(arm == 1, 0.02, 0.0) * rng.uniform(0.5, 1.5, (days, n_units))
+    q_sent = 50 + rng.poisson(200, (days, n_units)).astype(float)
+    q_lost = rng.binomial(q_sent.astype(int), np.where(arm == 1, 0.026, 0.02)).astype(float)
+    q_rtt = rng.gamma(4, 10, (days, n_units))
     rows = []
     for d in range(days):
         as_of = start + timedelta(days=d)
@@ -112,6 +118,9 @@ def sufficient_stats(
                         )
                         metrics.append(("reinjection_overhead", "ratio", _ratio_sums(upto(reinj)[idx], upto(path_bytes)[idx])))  # fmt: skip
                         qs += [("close_delay_p", QUANTILES, close), ("srtt_p", QUANTILES, srtt)]
+                    if qlog:
+                        metrics.append(("qlog_loss_rate_server", "ratio", _ratio_sums(upto(q_lost)[idx], upto(q_sent)[idx])))  # fmt: skip
+                        metrics.append(("qlog_min_rtt_client", "ratio", _ratio_sums(upto(q_rtt)[idx], np.full(idx.size, d + 1.0))))  # fmt: skip
                     for name, kind, sums in metrics:
                         rows.append({**base, "metric": name, "metric_kind": kind, **sums})
                     for name, ps, values_ in qs:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
+import _report_frames as _frames
 import numpy as np
 import pytest
 from _report_html import FORBIDDEN, find_row, png_sizes, soup, table_rows, visible_text
@@ -206,3 +209,23 @@ def test_older_results_without_the_power_columns_still_render(fhol_results):
         "MDE at the planned size", "target effect", "always-valid / fixed width", "power"}  # fmt: skip
     assert "MDE now" not in set(table_rows(doc, "scorecard")[0])
     assert "MDE planned" not in out.markdown and "underpowered" not in out.markdown
+
+
+def test_qlog_section_per_arm_and_network_condition(tmp_path):
+    """qlog metrics (registry group qlog) get their own section: overall and every network bucket,
+    with the engine's CIs; a report without them has no such section."""
+    table = _frames.sufficient_stats("qlog_test", n_units=600, days=1, qlog=True, seed=21)
+    results = _frames.results(table, {"qlog_test": {"control": 0.5, "fhol": 0.5}})
+    out = render(ReportData(experiment=experiment("qlog_test"), day=DAY - timedelta(days=2), results=results))
+    section = soup(out.html).find(id="qlog")
+    assert section is not None and "qlog server loss rate" in section.get_text()
+    rows = table_rows(soup(out.html), "qlog-scorecard")
+    segments = {r["segment"] for r in rows}
+    assert {"overall"} < segments and len(rows) == 2 * (1 + 4 + 3 + 3)  # overall, RTT, loss, bandwidth
+    overall = find_row(rows, "qlog server loss rate", "overall")
+    want = results[(results["metric"] == "qlog_loss_rate_server") & (results["segment_type"] == "overall")].iloc[0]
+    assert overall["control"] == value_text(want.value_control, display("qlog_loss_rate_server"))
+    assert "Real QUIC stacks (qlog)" in out.markdown
+    plain = render(ReportData(experiment=experiment("qlog_test"), day=DAY - timedelta(days=2),
+                              results=results[~results["metric"].str.startswith("qlog_")]))
+    assert soup(plain.html).find(id="qlog") is None and "(qlog)" not in plain.markdown
