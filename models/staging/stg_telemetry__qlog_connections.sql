@@ -11,11 +11,12 @@
     'cwnd_bytes': 'bigint', 'max_cwnd_bytes': 'bigint', 'packets_sent': 'bigint',
     'packets_received': 'bigint', 'packets_lost': 'bigint', 'packets_dropped': 'bigint',
     'bytes_sent': 'bigint', 'bytes_received': 'bigint', 'handshake_ms': 'double',
-    'duration_ms': 'double', 'started_at': 'timestamp', 'event_date': 'date',
+    'duration_ms': 'double', 'started_at': 'timestamp', 'event_date': 'date', 'upload_date': 'date',
 } -%}
 
 with source as (
     select * from {{ optional_source('bronze', 'qlog_connections', columns) }}
+    {{ where_finished_upload_day('qlog') }}
 ),
 
 renamed as (
