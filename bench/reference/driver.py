@@ -263,10 +263,23 @@ def render_ingest(env: jinja2.Environment, con, landing_root: Path, days: list[d
 
 # --- gold rendering ------------------------------------------------------------------------
 
-def staging_sql(kind: str) -> str:
-    """models/staging/stg_telemetry__<kind>.sql over the reference's bronze table (plain SQL renames)."""
-    text = (REPO / "models" / "staging" / f"stg_telemetry__{kind}.sql").read_text()
-    return jinja2.Template(text).render(source=lambda _schema, table: f"{table}__bronze")
+SPARK_TO_DUCK = {"string": "VARCHAR", "bigint": "BIGINT", "double": "DOUBLE", "date": "DATE",
+                 "timestamp": "TIMESTAMPTZ", "map<string,string>": "MAP(VARCHAR, VARCHAR)"}
+
+
+def _no_rows(_schema: str, _table: str, columns: dict[str, str]) -> str:
+    """The dbt macro optional_source for a source the reference does not ingest (qlog traces: the
+    shared pipeline lake has none, so the pipeline's table is empty too): no rows, typed columns."""
+    return "(select " + ", ".join(f"cast(null as {SPARK_TO_DUCK[t]}) as {n}" for n, t in columns.items()) + " where false)"
+
+
+def staging_sql(model: str) -> str:
+    """models/staging/stg_telemetry__<model>.sql over the reference's bronze table (plain SQL renames).
+    Every day the reference loads is finished (it writes no run table), so the staging models'
+    finished-day filter is empty here."""
+    text = (REPO / "models" / "staging" / f"stg_telemetry__{model}.sql").read_text()
+    return jinja2.Template(text).render(source=lambda _schema, table: f"{table}__bronze",
+                                        optional_source=_no_rows, where_finished_upload_day=lambda *_: "")
 
 
 def render_gold(env: jinja2.Environment, run_day: date) -> str:
@@ -370,6 +383,7 @@ def run_reference(landing_root: Path, days: list[date], registry_file: Path, out
         con.executemany("insert into arms values (?, ?, ?, ?, ?)", arms)
     for kind in telemetry.EVENT_KINDS:  # the staging views, from the staging models themselves
         con.execute(f"create or replace temp view {kind}__stg as " + staging_sql(kind))
+    con.execute("create or replace temp view qlog_connections__stg as " + staging_sql("qlog_connections"))
     con.execute(render_gold(env, max(days)))
     con.execute(f"copy sufficient_stats to '{out_dir / 'sufficient_stats.parquet'}' (format parquet)")
     con.execute(f"copy binned to '{out_dir / 'binned.parquet'}' (format parquet)")

@@ -122,6 +122,26 @@ class AirflowApi:
         return [r for r in runs if r["run_type"] == "backfill"]
 
 
+def _create_backfill(env: dict, days: list[str], attempts: int = 5) -> None:
+    """`airflow backfill create` while the DAG is still paused (its queued runs start at the
+    unpause), so the scheduler is not writing this DAG's runs at the same time. Airflow's SQLite
+    database refuses a write whose read snapshot a concurrent write made stale ("database is
+    locked" at once, whatever the busy timeout; Airflow supports SQLite for development only):
+    such an attempt leaves a backfill without runs, which the scheduler marks complete, and is
+    tried again."""
+    for _ in range(attempts):
+        created = _airflow(
+            env, "backfill", "create", "--dag-id", DAG_ID, "--from-date", days[0], "--to-date", days[-1],
+            "--max-active-runs", "1", "--reprocess-behavior", "completed",
+        )  # fmt: skip
+        if created.returncode == 0:
+            return
+        if not any(s in created.stderr for s in ("database is locked", "Another backfill is running")):
+            break
+        time.sleep(10)
+    raise AssertionError(created.stderr[-3000:])
+
+
 @pytest.fixture(scope="module")
 def backfilled(airflow_env, pipeline_lake, lake, tmp_path_factory):
     """The shared lake's days back-filled by a real scheduler; the second day's results step
@@ -144,12 +164,8 @@ def backfilled(airflow_env, pipeline_lake, lake, tmp_path_factory):
         assert started.returncode == 0, started.stderr[-3000:]
         api = AirflowApi(env)
         dag = api.wait_for_dag(DAG_ID)
+        _create_backfill(env, days)
         assert _airflow(env, "dags", "unpause", DAG_ID).returncode == 0
-        created = _airflow(
-            env, "backfill", "create", "--dag-id", DAG_ID, "--from-date", days[0], "--to-date", days[-1],
-            "--max-active-runs", "1", "--reprocess-behavior", "completed",
-        )  # fmt: skip
-        assert created.returncode == 0, created.stderr[-3000:]
         began = time.monotonic()
         deadline = began + 3000
         while time.monotonic() < deadline:
