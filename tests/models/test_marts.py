@@ -17,7 +17,11 @@ DAYS = {EXPERIMENT_START + timedelta(days=i) for i in range((LAST_DAY - EXPERIME
 
 
 def _registry() -> list[dict]:
-    return yaml.safe_load((REPO_ROOT / "registry" / "metrics.yml").read_text())["metrics"]
+    """The registry's metrics of the simulated telemetry. The simulated fleet writes no qlog
+    traces, so the qlog metrics (source qlog_connections) have no rows in this lake; they reach
+    gold in tests/lab/test_lab.py, from traces real QUIC stacks write."""
+    metrics = yaml.safe_load((REPO_ROOT / "registry" / "metrics.yml").read_text())["metrics"]
+    return [m for m in metrics if m.get("source") != "qlog_connections"]
 
 
 def _expected_keys() -> set[tuple]:
