@@ -196,12 +196,14 @@ def test_qlog_metrics_reach_gold_per_arm_and_network_condition(ingest_spark, lab
     cells = results[results["segment_type"].isin(["overall", "rtt_bucket"])]
     assert set(cells["metric"]) == set(QLOG_METRICS)
     assert set(cells[cells["segment_type"] == "rtt_bucket"]["segment_value"]) == set(RTT_BUCKET.values())
-    # A CI is missing only where neither arm varies (standard error 0): ngtcp2 logs whole
-    # milliseconds, so every connection of an arm can report the same min RTT (30 or 31 ms).
+    # A CI is missing only where neither arm varies (standard error 0): within one delay
+    # condition, ngtcp2's whole milliseconds can give every connection of an arm the same value
+    # (min RTT 30 or 31 ms). The overall cells mix both conditions, so every metric varies there
+    # and has a confidence interval.
     finite = cells["ci_abs_lower"].notna() & cells["ci_abs_upper"].notna()
     flat = cells[~finite]
     assert (flat["se_abs"] == 0).all(), flat[["metric", "segment_value", "value_control", "value_treatment"]]
-    assert finite.sum() >= 0.8 * len(cells)
+    assert (flat["segment_type"] == "rtt_bucket").all(), flat[["metric", "segment_type", "segment_value"]]
     assert (cells.loc[finite, "ci_abs_lower"] <= cells.loc[finite, "ci_abs_upper"]).all()
     html = outcome.reports[0].read_text()
     assert 'id="qlog"' in html and "qlog server loss rate" in html and "50-100ms" in html
