@@ -22,37 +22,79 @@
 {%- endmacro %}
 
 
-{#- CTEs reading quantiles off a histogram CTE `histogram` (columns: `keys`, metric,
-    value_bin, n_events; one row per group and bin, metric being the histogram's metric).
-    For every target (macro quantile_target_rows) and grid coefficient c the rank
-    r = ceil(N g) of g = p + c sqrt(p (1 - p) / N) is looked up (type-1 empirical quantile:
-    the smallest binned value with at least r events at or below it). Produces the CTE
-    `<histogram>_quantiles`,
-    restricted to the targets where `target_filter` holds (columns groups.*, targets.*):: keys, metric (the target's), quantile_p, n_events, quantile_bin,
-    quantile_value, grid_p, grid_value. -#}
-{% macro quantile_grid_ctes(histogram, keys, coefficients, target_filter='true') %}
+{#- The coarse bin of a value bin: K = var quantile_coarse_factor consecutive value bins. -#}
+{% macro coarse_bin(bin) -%}
+    cast(floor({{ bin }} / {{ var('quantile_coarse_factor') }}) as bigint)
+{%- endmacro %}
+
+
+{#- CTEs reading quantiles per segment off unit-level bins. `cells` is a CTE with the columns
+    `keys`, the segment columns (macro segment_columns), metric (the histogram's), value_bin
+    and n_events, any number of rows per bin (one per unit and bin, say). For every segment
+    (macro explode_segments) of every group of `keys`, every target (macro
+    quantile_target_rows) where `target_filter` holds (columns groups.*, targets.*) and every
+    grid coefficient c, the rank r = ceil(N g) of g = p + c sqrt(p (1 - p) / N) is looked up:
+    the type-1 empirical quantile, the smallest binned value with at least r events at or below
+    it.
+
+    Exact, in two passes, so that no segment's whole histogram is built: with w = 0.001 a
+    segment's histogram has about as many rows as it has events, and every unit is in eight
+    segments. (1) Histograms of coarse bins (macro coarse_bin), summed over the cells before
+    they are spread over segments, give each rank its coarse bin b and the events below b;
+    (2) only the cells in a chosen coarse bin are joined to the segments that chose it, and the
+    rank minus the events below b is looked up in b's value bins. Coarse bins are runs of consecutive value
+    bins, so (2) finds the same bin as one pass over the whole histogram would.
+
+    A rank's bin is found in one ordered pass instead of a range join: the histogram's bins
+    (at position cumulative_events) and the ranks (at position event_rank) sorted together by
+    descending position, bins before ranks at equal positions; a rank's bin is the last bin
+    seen so far, i.e. the one with the smallest cumulative_events >= event_rank.
+
+    Produces the CTE `<name>_quantiles`: keys, segment_type, segment_value, metric (the
+    target's), quantile_p, n_events, quantile_bin, quantile_value, grid (array of
+    (grid_p, grid_value), sorted). -#}
+{% macro segmented_quantile_ctes(name, cells, keys, coefficients, target_filter='true') %}
+{%- set group_keys = keys + ['segment_type', 'segment_value'] %}
 {%- set key_list = keys | join(', ') %}
-{{ histogram }}_cumulative as (
+{%- set group_list = group_keys | join(', ') %}
+{{ name }}_coarse_cells as (
     select
         {{ key_list }},
+        {{ segment_columns() | join(', ') }},
         metric,
-        value_bin,
-        n_events,
+        {{ coarse_bin('value_bin') }} as coarse_bin,
+        sum(n_events) as n_events
+    from {{ cells }}
+    group by all
+),
+
+{{ name }}_coarse as (
+    select
+        {% for key in keys %}{{ name }}_coarse_cells.{{ key }}, {% endfor %}
+        segment.segment_type,
+        segment.segment_value,
+        {{ name }}_coarse_cells.metric,
+        {{ name }}_coarse_cells.coarse_bin,
+        sum({{ name }}_coarse_cells.n_events) as n_events
+    from {{ name }}_coarse_cells
+    {{ explode_segments(name ~ '_coarse_cells') }}
+    group by all
+),
+
+{{ name }}_coarse_cumulative as (
+    select
+        *,
         sum(n_events) over (
-            partition by {{ key_list }}, metric order by value_bin
+            partition by {{ group_list }}, metric order by coarse_bin
             rows between unbounded preceding and current row
         ) as cumulative_events,
-        sum(n_events) over (partition by {{ key_list }}, metric) as total_events
-    from {{ histogram }}
+        sum(n_events) over (partition by {{ group_list }}, metric) as total_events
+    from {{ name }}_coarse
 ),
 
-{{ histogram }}_groups as (
-    select distinct {{ key_list }}, metric, total_events from {{ histogram }}_cumulative
-),
-
-{{ histogram }}_targets as (
+{{ name }}_targets as (
     select
-        {% for key in keys %}groups.{{ key }}, {% endfor %}
+        {% for key in group_keys %}groups.{{ key }}, {% endfor %}
         groups.metric as histogram_metric,
         targets.metric,
         targets.quantile_p,
@@ -60,85 +102,129 @@
         grid.coefficient,
         targets.quantile_p + grid.coefficient
             * sqrt(targets.quantile_p * (1 - targets.quantile_p) / groups.total_events) as grid_p
-    from {{ histogram }}_groups as groups
+    from (
+        select distinct {{ group_list }}, metric, total_events from {{ name }}_coarse_cumulative
+    ) as groups
     inner join ({{ quantile_target_rows() }}) as targets
         on groups.metric = targets.histogram_metric
         and {{ target_filter }}
     lateral view explode(array({{ coefficients | join(', ') }})) grid as coefficient
 ),
 
-{{ histogram }}_ranks as (
+{{ name }}_ranks as (
     select
         *,
         least(greatest(cast(ceil(total_events * grid_p) as bigint), 1), total_events) as event_rank
-    from {{ histogram }}_targets
+    from {{ name }}_targets
     where grid_p > 0 and grid_p < 1
 ),
 
-{#- The bin holding each rank, found in one ordered pass instead of a range join: the
-    histogram's bins (at position cumulative_events) and the ranks (at position event_rank)
-    sorted together by descending position, bins before ranks at equal positions; a rank's
-    bin is the last bin seen so far, i.e. the one with the smallest cumulative_events >=
-    event_rank (cumulative_events - n_events < event_rank <= cumulative_events). -#}
-{{ histogram }}_positions as (
-    select
-        {{ key_list }},
-        metric as histogram_metric,
-        cast(null as string) as metric,
-        cast(null as double) as quantile_p,
-        total_events,
-        cast(null as double) as coefficient,
-        cast(null as double) as grid_p,
-        cumulative_events as position,
-        0 as is_rank,
-        value_bin
-    from {{ histogram }}_cumulative
-    union all
-    select
-        {{ key_list }},
-        histogram_metric,
-        metric,
-        quantile_p,
-        total_events,
-        coefficient,
-        grid_p,
-        event_rank as position,
-        1 as is_rank,
-        cast(null as int) as value_bin
-    from {{ histogram }}_ranks
-),
-
-{{ histogram }}_grid as (
-    select
-        {{ key_list }},
-        metric,
-        quantile_p,
-        total_events,
-        coefficient,
-        grid_p,
-        value_bin
-    from (
+{{ name }}_coarse_found as (
+    select * from (
         select
-            {{ key_list }},
-            metric,
-            quantile_p,
-            total_events,
-            coefficient,
-            grid_p,
-            is_rank,
-            last(value_bin, true) over (
-                partition by {{ key_list }}, histogram_metric
-                order by position desc, is_rank
-                rows between unbounded preceding and current row
-            ) as value_bin
-        from {{ histogram }}_positions
+            {{ group_list }}, histogram_metric, metric, quantile_p, total_events, coefficient,
+            grid_p, event_rank, is_rank,
+            last(coarse_bin, true) over ordered as coarse_bin,
+            last(events_below, true) over ordered as events_below
+        from (
+            select
+                {{ group_list }},
+                metric as histogram_metric,
+                cast(null as string) as metric,
+                cast(null as double) as quantile_p,
+                total_events,
+                cast(null as double) as coefficient,
+                cast(null as double) as grid_p,
+                cast(null as bigint) as event_rank,
+                cumulative_events as position,
+                0 as is_rank,
+                coarse_bin,
+                cumulative_events - n_events as events_below
+            from {{ name }}_coarse_cumulative
+            union all
+            select
+                {{ group_list }}, histogram_metric, metric, quantile_p, total_events, coefficient,
+                grid_p, event_rank,
+                event_rank as position,
+                1 as is_rank,
+                cast(null as bigint) as coarse_bin,
+                cast(null as bigint) as events_below
+            from {{ name }}_ranks
+        )
+        window ordered as (
+            partition by {{ group_list }}, histogram_metric
+            order by position desc, is_rank
+            rows between unbounded preceding and current row
+        )
     )
     where is_rank = 1
 ),
 
-{{ histogram }}_quantiles as (
+{{ name }}_chosen as (
+    select distinct {{ group_list }}, histogram_metric as metric, coarse_bin
+    from {{ name }}_coarse_found
+),
+
+{#- The value bins of the chosen coarse bins, per segment: each cell joins the chosen coarse
+    bins of its groups' segments it is in (no spreading of all cells over segments). -#}
+{{ name }}_fine as (
     select
-        {{ key_list }},
+        {% for key in group_keys %}chosen.{{ key }}, {% endfor %}
+        chosen.metric,
+        chosen.coarse_bin,
+        cells.value_bin,
+        sum(cells.n_events) as n_events
+    from {{ cells }} as cells
+    inner join {{ name }}_chosen as chosen
+        on {% for key in keys %}cells.{{ key }} = chosen.{{ key }}
+        and {% endfor %}cells.metric = chosen.metric
+        and {{ coarse_bin('cells.value_bin') }} = chosen.coarse_bin
+        and {{ segment_value_of('cells', 'chosen.segment_type') }} = chosen.segment_value
+    group by all
+),
+
+{{ name }}_grid as (
+    select * from (
+        select
+            {{ group_list }}, metric, quantile_p, total_events, coefficient, grid_p, is_rank,
+            last(value_bin, true) over (
+                partition by {{ group_list }}, histogram_metric, coarse_bin
+                order by position desc, is_rank
+                rows between unbounded preceding and current row
+            ) as value_bin
+        from (
+            select
+                {{ group_list }},
+                metric as histogram_metric,
+                cast(null as string) as metric,
+                cast(null as double) as quantile_p,
+                cast(null as bigint) as total_events,
+                cast(null as double) as coefficient,
+                cast(null as double) as grid_p,
+                coarse_bin,
+                sum(n_events) over (
+                    partition by {{ group_list }}, metric, coarse_bin order by value_bin
+                    rows between unbounded preceding and current row
+                ) as position,
+                0 as is_rank,
+                value_bin
+            from {{ name }}_fine
+            union all
+            select
+                {{ group_list }}, histogram_metric, metric, quantile_p, total_events, coefficient,
+                grid_p, coarse_bin,
+                event_rank - events_below as position,
+                1 as is_rank,
+                cast(null as int) as value_bin
+            from {{ name }}_coarse_found
+        )
+    )
+    where is_rank = 1
+),
+
+{{ name }}_quantiles as (
+    select
+        {{ group_list }},
         metric,
         quantile_p,
         max(total_events) as n_events,
@@ -147,7 +233,7 @@
         array_sort(collect_list(named_struct(
             'grid_p', grid_p, 'grid_value', {{ bin_value('value_bin') }}
         ))) as grid
-    from {{ histogram }}_grid
-    group by {{ key_list }}, metric, quantile_p
+    from {{ name }}_grid
+    group by {{ group_list }}, metric, quantile_p
 )
 {% endmacro %}

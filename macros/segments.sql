@@ -2,8 +2,14 @@
     combinations named in var segment_combinations give two-way segments such as
     platform×rtt_bucket = 'Windows|100-200ms'. -#}
 
+{#- The columns of a unit row that name its segments (one segment type each). -#}
+{% macro segment_columns() %}
+    {{ return(['platform', 'network_type', 'rtt_bucket', 'loss_bucket', 'bandwidth_bucket']) }}
+{% endmacro %}
+
+
 {% macro segment_types() %}
-    {%- set out = ['overall', 'platform', 'network_type', 'rtt_bucket', 'loss_bucket', 'bandwidth_bucket'] -%}
+    {%- set out = ['overall'] + segment_columns() -%}
     {%- for combo in var('segment_combinations', []) -%}
         {%- do out.append(combo | join('×')) -%}
     {%- endfor -%}
@@ -16,11 +22,11 @@
 {% macro explode_segments(alias) %}
     lateral view inline(array(
         named_struct('segment_type', 'overall', 'segment_value', 'all')
-        {%- for column in ['platform', 'network_type', 'rtt_bucket', 'loss_bucket', 'bandwidth_bucket'] %},
+        {%- for column in segment_columns() %},
         named_struct('segment_type', '{{ column }}', 'segment_value', {{ alias }}.{{ column }})
         {%- endfor %}
         {%- for combo in var('segment_combinations', []) %}
-            {%- for column in combo if column not in ['platform', 'network_type', 'rtt_bucket', 'loss_bucket', 'bandwidth_bucket'] %}
+            {%- for column in combo if column not in segment_columns() %}
                 {%- do exceptions.raise_compiler_error("segment_combinations: unknown segment type " ~ column) -%}
             {%- endfor %},
         named_struct(
@@ -29,6 +35,22 @@
         )
         {%- endfor %}
     )) segment
+{% endmacro %}
+
+
+{#- The value of segment type `segment_type` (an expression) for the unit row `alias`: what
+    explode_segments gives that row for that type. -#}
+{% macro segment_value_of(alias, segment_type) %}
+    case {{ segment_type }}
+        when 'overall' then 'all'
+        {%- for column in segment_columns() %}
+        when '{{ column }}' then {{ alias }}.{{ column }}
+        {%- endfor %}
+        {%- for combo in var('segment_combinations', []) %}
+        when '{{ combo | join("×") }}'
+            then concat_ws('|', {% for column in combo %}{{ alias }}.{{ column }}{{ ', ' if not loop.last }}{% endfor %})
+        {%- endfor %}
+    end
 {% endmacro %}
 
 

@@ -64,28 +64,28 @@ segmented_units as (
     {{ explode_segments('units') }}
 ),
 
-segmented_bins as (
+bin_cells as (
     select
-        segmented_units.experiment_id,
-        segmented_units.arm,
-        segmented_units.as_of_date,
-        segmented_units.segment_type,
-        segmented_units.segment_value,
+        unit_bins.experiment_id,
+        unit_bins.arm,
+        unit_bins.as_of_date,
+        {% for column in segment_columns() %}units.{{ column }},
+        {% endfor -%}
         unit_bins.metric,
         unit_bins.value_bin,
-        sum(unit_bins.n_events) as n_events
+        unit_bins.n_events
     from unit_bins
-    inner join segmented_units
-        on unit_bins.experiment_id = segmented_units.experiment_id
-        and unit_bins.arm = segmented_units.arm
-        and unit_bins.client_id = segmented_units.client_id
-        and unit_bins.as_of_date = segmented_units.as_of_date
-    group by 1, 2, 3, 4, 5, 6, 7
+    inner join units
+        on unit_bins.experiment_id = units.experiment_id
+        and unit_bins.arm = units.arm
+        and unit_bins.client_id = units.client_id
+        and unit_bins.as_of_date = units.as_of_date
 ),
 
-{{ quantile_grid_ctes(
+{{ segmented_quantile_ctes(
     'segmented_bins',
-    ['experiment_id', 'arm', 'as_of_date', 'segment_type', 'segment_value'],
+    'bin_cells',
+    ['experiment_id', 'arm', 'as_of_date'],
     var('quantile_grid_coefficients'),
     metric_segment_filter('targets.metric', 'groups.segment_type'),
 ) }},
@@ -116,6 +116,9 @@ unit_counts as (
         quantiles.segment_value,
         quantiles.metric,
         quantiles.quantile_p,
+        quantiles.quantile_value,
+        quantiles.n_events,
+        quantiles.grid,
         cast(unit_histograms.n_events as double) as n_i,
         cast(aggregate(
             unit_histograms.bins, 0L,
@@ -138,53 +141,29 @@ unit_counts as (
         and targets.histogram_metric = unit_histograms.metric
 ),
 
-unit_sums as (
+{#- One row per quantile target with its units' sums; the target's quantile and grid (the same on
+    every row of the group) ride along, so that the quantiles are not computed twice. -#}
+final as (
     select
         experiment_id,
-        arm,
-        as_of_date,
+        metric,
         segment_type,
         segment_value,
-        metric,
-        quantile_p,
+        arm,
+        as_of_date,
         count(*) as n_units,
+        quantile_p,
+        any_value(quantile_value) as quantile_value,
+        cast(any_value(n_events) as double) as n_events,
         sum(s_i) as sum_s,
         sum(s_i * s_i) as sum_s2,
         sum(n_i) as sum_n,
         sum(n_i * n_i) as sum_n2,
-        sum(s_i * n_i) as sum_sn
+        sum(s_i * n_i) as sum_sn,
+        transform(any_value(grid), g -> g.grid_p) as grid_p,
+        transform(any_value(grid), g -> g.grid_value) as grid_value
     from unit_counts
-    group by 1, 2, 3, 4, 5, 6, 7
-),
-
-final as (
-    select
-        quantiles.experiment_id,
-        quantiles.metric,
-        quantiles.segment_type,
-        quantiles.segment_value,
-        quantiles.arm,
-        quantiles.as_of_date,
-        unit_sums.n_units,
-        quantiles.quantile_p,
-        quantiles.quantile_value,
-        cast(quantiles.n_events as double) as n_events,
-        unit_sums.sum_s,
-        unit_sums.sum_s2,
-        unit_sums.sum_n,
-        unit_sums.sum_n2,
-        unit_sums.sum_sn,
-        transform(quantiles.grid, g -> g.grid_p) as grid_p,
-        transform(quantiles.grid, g -> g.grid_value) as grid_value
-    from quantiles
-    inner join unit_sums
-        on quantiles.experiment_id = unit_sums.experiment_id
-        and quantiles.arm = unit_sums.arm
-        and quantiles.as_of_date = unit_sums.as_of_date
-        and quantiles.segment_type = unit_sums.segment_type
-        and quantiles.segment_value = unit_sums.segment_value
-        and quantiles.metric = unit_sums.metric
-        and quantiles.quantile_p = unit_sums.quantile_p
+    group by experiment_id, metric, segment_type, segment_value, arm, as_of_date, quantile_p
 )
 
 select * from final

@@ -114,40 +114,37 @@ unit_bins as (
         and enrolled_bins.event_date = units.as_of_date
 ),
 
-segmented_bins_by_unit as (
-    select
-        unit_bins.experiment_id,
-        unit_bins.arm,
-        unit_bins.as_of_date as event_date,
-        segment.segment_type,
-        segment.segment_value,
-        unit_bins.metric,
-        unit_bins.client_id,
-        unit_bins.value_bin,
-        unit_bins.n_events
+unit_metrics as (
+    select distinct
+        experiment_id, arm, client_id, as_of_date, {{ segment_columns() | join(', ') }}, metric
     from unit_bins
-    {{ explode_segments('unit_bins') }}
-),
-
-segmented_bins as (
-    select
-        experiment_id, arm, event_date, segment_type, segment_value, metric, value_bin,
-        sum(n_events) as n_events
-    from segmented_bins_by_unit
-    group by 1, 2, 3, 4, 5, 6, 7
 ),
 
 segment_units as (
     select
-        experiment_id, arm, event_date, segment_type, segment_value, metric,
-        count(distinct client_id) as n_units
-    from segmented_bins_by_unit
+        unit_metrics.experiment_id,
+        unit_metrics.arm,
+        unit_metrics.as_of_date as event_date,
+        segment.segment_type,
+        segment.segment_value,
+        unit_metrics.metric,
+        count(*) as n_units
+    from unit_metrics
+    {{ explode_segments('unit_metrics') }}
     group by 1, 2, 3, 4, 5, 6
 ),
 
-{{ quantile_grid_ctes(
+bin_cells as (
+    select
+        experiment_id, arm, as_of_date as event_date, {{ segment_columns() | join(', ') }},
+        metric, value_bin, n_events
+    from unit_bins
+),
+
+{{ segmented_quantile_ctes(
     'segmented_bins',
-    ['experiment_id', 'arm', 'event_date', 'segment_type', 'segment_value'],
+    'bin_cells',
+    ['experiment_id', 'arm', 'event_date'],
     [0.0],
     metric_segment_filter('targets.metric', 'groups.segment_type'),
 ) }},
