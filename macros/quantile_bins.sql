@@ -28,6 +28,17 @@
 {%- endmacro %}
 
 
+{#- The target columns of a histogram bin's row in an ordered rank lookup, which has no target
+    (the rank rows of the same `union all` carry them, in this order). -#}
+{% macro no_target_columns(total_events) -%}
+    cast(null as string) as metric,
+    cast(null as double) as quantile_p,
+    {{ total_events }} as total_events,
+    cast(null as double) as coefficient,
+    cast(null as double) as grid_p
+{%- endmacro %}
+
+
 {#- CTEs reading quantiles per segment off unit-level bins. `cells` is a CTE with the columns
     `keys`, the segment columns (macro segment_columns), metric (the histogram's), value_bin
     and n_events, any number of rows per bin (one per unit and bin, say). For every segment
@@ -130,11 +141,7 @@
             select
                 {{ group_list }},
                 metric as histogram_metric,
-                cast(null as string) as metric,
-                cast(null as double) as quantile_p,
-                total_events,
-                cast(null as double) as coefficient,
-                cast(null as double) as grid_p,
+                {{ no_target_columns('total_events') }},
                 cast(null as bigint) as event_rank,
                 cumulative_events as position,
                 0 as is_rank,
@@ -196,11 +203,7 @@
             select
                 {{ group_list }},
                 metric as histogram_metric,
-                cast(null as string) as metric,
-                cast(null as double) as quantile_p,
-                cast(null as bigint) as total_events,
-                cast(null as double) as coefficient,
-                cast(null as double) as grid_p,
+                {{ no_target_columns('cast(null as bigint)') }},
                 coarse_bin,
                 sum(n_events) over (
                     partition by {{ group_list }}, metric, coarse_bin order by value_bin

@@ -9,9 +9,24 @@
 
 
 {% macro segment_types() %}
-    {%- set out = ['overall'] + segment_columns() -%}
+    {{ return(segment_values('unit') | map(attribute='type') | list) }}
+{% endmacro %}
+
+
+{#- Each segment type with the SQL expression of its value for the unit row `alias`:
+    'overall' -> 'all', a segment column -> its value, a combination -> the values joined by '|'. -#}
+{% macro segment_values(alias) %}
+    {%- set out = [{'type': 'overall', 'value': "'all'"}] -%}
+    {%- for column in segment_columns() -%}
+        {%- do out.append({'type': column, 'value': alias ~ '.' ~ column}) -%}
+    {%- endfor -%}
     {%- for combo in var('segment_combinations', []) -%}
-        {%- do out.append(combo | join('×')) -%}
+        {%- for column in combo if column not in segment_columns() -%}
+            {%- do exceptions.raise_compiler_error("segment_combinations: unknown segment type " ~ column) -%}
+        {%- endfor -%}
+        {%- set columns = [] -%}
+        {%- for column in combo -%}{%- do columns.append(alias ~ '.' ~ column) -%}{%- endfor -%}
+        {%- do out.append({'type': combo | join('×'), 'value': "concat_ws('|', " ~ (columns | join(', ')) ~ ")"}) -%}
     {%- endfor -%}
     {{ return(out) }}
 {% endmacro %}
@@ -21,18 +36,8 @@
     (columns segment.segment_type, segment.segment_value). -#}
 {% macro explode_segments(alias) %}
     lateral view inline(array(
-        named_struct('segment_type', 'overall', 'segment_value', 'all')
-        {%- for column in segment_columns() %},
-        named_struct('segment_type', '{{ column }}', 'segment_value', {{ alias }}.{{ column }})
-        {%- endfor %}
-        {%- for combo in var('segment_combinations', []) %}
-            {%- for column in combo if column not in segment_columns() %}
-                {%- do exceptions.raise_compiler_error("segment_combinations: unknown segment type " ~ column) -%}
-            {%- endfor %},
-        named_struct(
-            'segment_type', '{{ combo | join("×") }}',
-            'segment_value', concat_ws('|', {% for column in combo %}{{ alias }}.{{ column }}{{ ', ' if not loop.last }}{% endfor %})
-        )
+        {%- for segment in segment_values(alias) %}
+        named_struct('segment_type', '{{ segment.type }}', 'segment_value', {{ segment.value }}){{ ',' if not loop.last }}
         {%- endfor %}
     )) segment
 {% endmacro %}
@@ -42,13 +47,8 @@
     explode_segments gives that row for that type. -#}
 {% macro segment_value_of(alias, segment_type) %}
     case {{ segment_type }}
-        when 'overall' then 'all'
-        {%- for column in segment_columns() %}
-        when '{{ column }}' then {{ alias }}.{{ column }}
-        {%- endfor %}
-        {%- for combo in var('segment_combinations', []) %}
-        when '{{ combo | join("×") }}'
-            then concat_ws('|', {% for column in combo %}{{ alias }}.{{ column }}{{ ', ' if not loop.last }}{% endfor %})
+        {%- for segment in segment_values(alias) %}
+        when '{{ segment.type }}' then {{ segment.value }}
         {%- endfor %}
     end
 {% endmacro %}
