@@ -29,7 +29,7 @@ PALETTE = ["#0969da", "#bc4c00", "#1a7f37", "#8250df", "#cf222e", "#57606a"]
 
 def png_uri(fig: plt.Figure) -> str:
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=96, bbox_inches="tight")
+    fig.savefig(buf, format="png", dpi=96)
     plt.close(fig)
     return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
 
