@@ -61,10 +61,16 @@
     descending position, bins before ranks at equal positions; a rank's bin is the last bin
     seen so far, i.e. the one with the smallest cumulative_events >= event_rank.
 
+    `sums`: more columns of `cells` (integers) summed like n_events. For each column x the
+    CTE `<name>_quantiles` has x_at_quantile, the sum of x over the bins at or below the
+    quantile's bin (coefficient 0), and x_total, the sum over the whole segment's histogram;
+    both come out of the same two passes (the coarse pass gives the sum below the coarse bin,
+    the fine pass the running sum within it).
+
     Produces the CTE `<name>_quantiles`: keys, segment_type, segment_value, metric (the
     target's), quantile_p, n_events, quantile_bin, quantile_value, grid (array of
-    (grid_p, grid_value), sorted). -#}
-{% macro segmented_quantile_ctes(name, cells, keys, coefficients, target_filter='true') %}
+    (grid_p, grid_value), sorted), and x_at_quantile and x_total for each x in `sums`. -#}
+{% macro segmented_quantile_ctes(name, cells, keys, coefficients, target_filter='true', sums=[]) %}
 {%- set group_keys = keys + ['segment_type', 'segment_value'] %}
 {%- set key_list = keys | join(', ') %}
 {%- set group_list = group_keys | join(', ') %}
@@ -74,6 +80,8 @@
         {{ segment_columns() | join(', ') }},
         metric,
         {{ coarse_bin('value_bin') }} as coarse_bin,
+        {% for x in sums %}sum({{ x }}) as {{ x }},
+        {% endfor -%}
         sum(n_events) as n_events
     from {{ cells }}
     group by all
@@ -86,6 +94,8 @@
         segment.segment_value,
         {{ name }}_coarse_cells.metric,
         {{ name }}_coarse_cells.coarse_bin,
+        {% for x in sums %}sum({{ name }}_coarse_cells.{{ x }}) as {{ x }},
+        {% endfor -%}
         sum({{ name }}_coarse_cells.n_events) as n_events
     from {{ name }}_coarse_cells
     {{ explode_segments(name ~ '_coarse_cells') }}
@@ -99,6 +109,13 @@
             partition by {{ group_list }}, metric order by coarse_bin
             rows between unbounded preceding and current row
         ) as cumulative_events,
+        {% for x in sums -%}
+        sum({{ x }}) over (
+            partition by {{ group_list }}, metric order by coarse_bin
+            rows between unbounded preceding and current row
+        ) - {{ x }} as {{ x }}_below,
+        sum({{ x }}) over (partition by {{ group_list }}, metric) as {{ x }}_total,
+        {% endfor -%}
         sum(n_events) over (partition by {{ group_list }}, metric) as total_events
     from {{ name }}_coarse
 ),
@@ -110,11 +127,15 @@
         targets.metric,
         targets.quantile_p,
         groups.total_events,
+        {% for x in sums %}groups.{{ x }}_total,
+        {% endfor -%}
         grid.coefficient,
         targets.quantile_p + grid.coefficient
             * sqrt(targets.quantile_p * (1 - targets.quantile_p) / groups.total_events) as grid_p
     from (
-        select distinct {{ group_list }}, metric, total_events from {{ name }}_coarse_cumulative
+        select distinct
+            {{ group_list }}, metric, {% for x in sums %}{{ x }}_total, {% endfor %}total_events
+        from {{ name }}_coarse_cumulative
     ) as groups
     inner join ({{ quantile_target_rows() }}) as targets
         on groups.metric = targets.histogram_metric
@@ -135,6 +156,8 @@
         select
             {{ group_list }}, histogram_metric, metric, quantile_p, total_events, coefficient,
             grid_p, event_rank, is_rank,
+            {% for x in sums %}{{ x }}_total, last({{ x }}_below, true) over ordered as {{ x }}_below,
+            {% endfor -%}
             last(coarse_bin, true) over ordered as coarse_bin,
             last(events_below, true) over ordered as events_below
         from (
@@ -147,6 +170,10 @@
                 0 as is_rank,
                 coarse_bin,
                 cumulative_events - n_events as events_below
+                {%- for x in sums %},
+                cast(null as bigint) as {{ x }}_total,
+                {{ x }}_below
+                {%- endfor %}
             from {{ name }}_coarse_cumulative
             union all
             select
@@ -156,6 +183,10 @@
                 1 as is_rank,
                 cast(null as bigint) as coarse_bin,
                 cast(null as bigint) as events_below
+                {%- for x in sums %},
+                {{ x }}_total,
+                cast(null as bigint) as {{ x }}_below
+                {%- endfor %}
             from {{ name }}_ranks
         )
         window ordered as (
@@ -180,6 +211,8 @@
         chosen.metric,
         chosen.coarse_bin,
         cells.value_bin,
+        {% for x in sums %}sum(cells.{{ x }}) as {{ x }},
+        {% endfor -%}
         sum(cells.n_events) as n_events
     from {{ cells }} as cells
     inner join {{ name }}_chosen as chosen
@@ -194,11 +227,9 @@
     select * from (
         select
             {{ group_list }}, metric, quantile_p, total_events, coefficient, grid_p, is_rank,
-            last(value_bin, true) over (
-                partition by {{ group_list }}, histogram_metric, coarse_bin
-                order by position desc, is_rank
-                rows between unbounded preceding and current row
-            ) as value_bin
+            {% for x in sums %}{{ x }}_total, {{ x }}_below + last({{ x }}_cum, true) over ordered as {{ x }}_at,
+            {% endfor -%}
+            last(value_bin, true) over ordered as value_bin
         from (
             select
                 {{ group_list }},
@@ -211,6 +242,14 @@
                 ) as position,
                 0 as is_rank,
                 value_bin
+                {%- for x in sums %},
+                cast(null as bigint) as {{ x }}_total,
+                cast(null as bigint) as {{ x }}_below,
+                sum({{ x }}) over (
+                    partition by {{ group_list }}, metric, coarse_bin order by value_bin
+                    rows between unbounded preceding and current row
+                ) as {{ x }}_cum
+                {%- endfor %}
             from {{ name }}_fine
             union all
             select
@@ -219,7 +258,17 @@
                 event_rank - events_below as position,
                 1 as is_rank,
                 cast(null as int) as value_bin
+                {%- for x in sums %},
+                {{ x }}_total,
+                {{ x }}_below,
+                cast(null as bigint) as {{ x }}_cum
+                {%- endfor %}
             from {{ name }}_coarse_found
+        )
+        window ordered as (
+            partition by {{ group_list }}, histogram_metric, coarse_bin
+            order by position desc, is_rank
+            rows between unbounded preceding and current row
         )
     )
     where is_rank = 1
@@ -236,6 +285,10 @@
         array_sort(collect_list(named_struct(
             'grid_p', grid_p, 'grid_value', {{ bin_value('value_bin') }}
         ))) as grid
+        {%- for x in sums %},
+        max(case when coefficient = 0 then {{ x }}_at end) as {{ x }}_at_quantile,
+        max({{ x }}_total) as {{ x }}_total
+        {%- endfor %}
     from {{ name }}_grid
     group by {{ group_list }}, metric, quantile_p
 )

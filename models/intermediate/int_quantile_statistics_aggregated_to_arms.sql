@@ -52,34 +52,47 @@ unit_bins as (
     group by 1, 2, 3, 4, 5, 6
 ),
 
-segmented_units as (
+{#- Per unit i and value bin b (ascending): its events n_ib, the unit's running count S_ib and
+    its total n_i. The unit sums of the outer-CI method are then sums, over the bins at or below
+    the quantile's bin q, of columns of these rows, with no join of units to quantiles:
+    s_i = sum_{b<=q} n_ib, s_i n_i = sum_{b<=q} n_ib n_i and, telescoping,
+    s_i^2 = sum_{b<=q} (S_ib^2 - S_i(b-1)^2) = sum_{b<=q} n_ib (2 S_ib - n_ib); n_i^2 and the
+    unit itself ride on the unit's first bin. Integer sums: exact in any order. -#}
+unit_bin_sums as (
     select
-        units.experiment_id,
-        units.arm,
-        units.client_id,
-        units.as_of_date,
-        segment.segment_type,
-        segment.segment_value
-    from units
-    {{ explode_segments('units') }}
+        *,
+        sum(n_events) over unit_bins_ascending as unit_cumulative,
+        sum(n_events) over (partition by experiment_id, arm, client_id, as_of_date, metric) as unit_events,
+        row_number() over unit_bins_ascending = 1 as is_first_bin
+    from unit_bins
+    window unit_bins_ascending as (
+        partition by experiment_id, arm, client_id, as_of_date, metric
+        order by value_bin
+        rows between unbounded preceding and current row
+    )
 ),
 
 bin_cells as (
     select
-        unit_bins.experiment_id,
-        unit_bins.arm,
-        unit_bins.as_of_date,
+        unit_bin_sums.experiment_id,
+        unit_bin_sums.arm,
+        unit_bin_sums.as_of_date,
         {% for column in segment_columns() %}units.{{ column }},
         {% endfor -%}
-        unit_bins.metric,
-        unit_bins.value_bin,
-        unit_bins.n_events
-    from unit_bins
+        unit_bin_sums.metric,
+        unit_bin_sums.value_bin,
+        unit_bin_sums.n_events,
+        unit_bin_sums.n_events as s_events,
+        unit_bin_sums.n_events * unit_bin_sums.unit_events as sn_events,
+        unit_bin_sums.n_events * (2 * unit_bin_sums.unit_cumulative - unit_bin_sums.n_events) as s2_increments,
+        if(unit_bin_sums.is_first_bin, 1L, 0L) as units,
+        if(unit_bin_sums.is_first_bin, unit_bin_sums.unit_events * unit_bin_sums.unit_events, 0L) as n2_units
+    from unit_bin_sums
     inner join units
-        on unit_bins.experiment_id = units.experiment_id
-        and unit_bins.arm = units.arm
-        and unit_bins.client_id = units.client_id
-        and unit_bins.as_of_date = units.as_of_date
+        on unit_bin_sums.experiment_id = units.experiment_id
+        and unit_bin_sums.arm = units.arm
+        and unit_bin_sums.client_id = units.client_id
+        and unit_bin_sums.as_of_date = units.as_of_date
 ),
 
 {{ segmented_quantile_ctes(
@@ -88,61 +101,10 @@ bin_cells as (
     ['experiment_id', 'arm', 'as_of_date'],
     var('quantile_grid_coefficients'),
     metric_segment_filter('targets.metric', 'groups.segment_type'),
+    sums=['s_events', 'sn_events', 's2_increments', 'units', 'n2_units'],
 ) }},
 
-quantiles as (
-    select * from segmented_bins_quantiles
-),
-
-unit_histograms as (
-    select
-        experiment_id,
-        arm,
-        client_id,
-        as_of_date,
-        metric,
-        sum(n_events) as n_events,
-        collect_list(named_struct('value_bin', value_bin, 'n_events', n_events)) as bins
-    from unit_bins
-    group by 1, 2, 3, 4, 5
-),
-
-unit_counts as (
-    select
-        quantiles.experiment_id,
-        quantiles.arm,
-        quantiles.as_of_date,
-        quantiles.segment_type,
-        quantiles.segment_value,
-        quantiles.metric,
-        quantiles.quantile_p,
-        quantiles.quantile_value,
-        quantiles.n_events,
-        quantiles.grid,
-        cast(unit_histograms.n_events as double) as n_i,
-        cast(aggregate(
-            unit_histograms.bins, 0L,
-            (acc, b) -> acc + if(b.value_bin <= quantiles.quantile_bin, b.n_events, 0L)
-        ) as double) as s_i
-    from quantiles
-    inner join ({{ quantile_target_rows() }}) as targets
-        on quantiles.metric = targets.metric and quantiles.quantile_p = targets.quantile_p
-    inner join segmented_units
-        on quantiles.experiment_id = segmented_units.experiment_id
-        and quantiles.arm = segmented_units.arm
-        and quantiles.as_of_date = segmented_units.as_of_date
-        and quantiles.segment_type = segmented_units.segment_type
-        and quantiles.segment_value = segmented_units.segment_value
-    inner join unit_histograms
-        on segmented_units.experiment_id = unit_histograms.experiment_id
-        and segmented_units.arm = unit_histograms.arm
-        and segmented_units.client_id = unit_histograms.client_id
-        and segmented_units.as_of_date = unit_histograms.as_of_date
-        and targets.histogram_metric = unit_histograms.metric
-),
-
-{#- One row per quantile target with its units' sums; the target's quantile and grid (the same on
-    every row of the group) ride along, so that the quantiles are not computed twice. -#}
+{#- One row per quantile target; sum_n is the histogram's events, n_events. -#}
 final as (
     select
         experiment_id,
@@ -151,19 +113,18 @@ final as (
         segment_value,
         arm,
         as_of_date,
-        count(*) as n_units,
+        units_total as n_units,
         quantile_p,
-        any_value(quantile_value) as quantile_value,
-        cast(any_value(n_events) as double) as n_events,
-        sum(s_i) as sum_s,
-        sum(s_i * s_i) as sum_s2,
-        sum(n_i) as sum_n,
-        sum(n_i * n_i) as sum_n2,
-        sum(s_i * n_i) as sum_sn,
-        transform(any_value(grid), g -> g.grid_p) as grid_p,
-        transform(any_value(grid), g -> g.grid_value) as grid_value
-    from unit_counts
-    group by experiment_id, metric, segment_type, segment_value, arm, as_of_date, quantile_p
+        quantile_value,
+        cast(n_events as double) as n_events,
+        cast(s_events_at_quantile as double) as sum_s,
+        cast(s2_increments_at_quantile as double) as sum_s2,
+        cast(n_events as double) as sum_n,
+        cast(n2_units_total as double) as sum_n2,
+        cast(sn_events_at_quantile as double) as sum_sn,
+        transform(grid, g -> g.grid_p) as grid_p,
+        transform(grid, g -> g.grid_value) as grid_value
+    from segmented_bins_quantiles
 )
 
 select * from final
