@@ -114,7 +114,7 @@ def lake(base_settings: Settings) -> Callable[[str], Settings]:
 
 @pytest.fixture(scope="session")
 def pipeline_lake(spark, lake):
-    """The run's one simulated pipeline lake (tests/pipeline_lake.py): three days, four
+    """The run's one simulated pipeline lake (tests/pipeline_lake.py): two days, four
     experiments, run once and read by the e2e, report and DAG tests."""
     from tests import pipeline_lake as shared
 

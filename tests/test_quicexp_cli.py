@@ -63,6 +63,7 @@ BAD_ENV = {"QUICEXP_SPARK__SHUFFLE_PARTITIONS": "many"}
         (["results", "--date", "x"], {}, 2, "bad day"),
         (["report", "--date", "2026-06-15", "-e", "no_such_experiment"], BAD_ENV, 2, "bad configuration"),
         (["run-day", "--date", "15/06/2026"], {}, 2, "bad day"),
+        (["run-day", "--date", "2026-06-15", "--skip", "report"], {}, 2, "unknown step 'report'"),
         (["plan", "--date", "2026-13-01", "--json"], {}, 2, "bad day"),
         (["settings"], BAD_ENV, 2, "bad configuration"),
         (["demo", "--clients", "5"], {}, 2, "--clients"),

@@ -176,14 +176,23 @@ def report(
 
 
 @app.command("run-day")
-def run_day(day: DayOption) -> None:
+def run_day(
+    day: DayOption,
+    skip: Annotated[
+        list[str] | None,
+        typer.Option("--skip", help="A step not to run (repeatable): ingest, ingest_qlog, dbt_build, results or reports."),
+    ] = None,
+) -> None:
     """Registry → ingest → dbt build → results → reports for one day, in one Spark session."""
+    from quicexp.app.daily import check_steps
     from quicexp.app.daily import run_day as pipeline_run_day
 
+    skip = skip or []
+    check_steps(skip)  # before the JVM starts
     settings, d = _settings(), parse_day(day)
     CONSOLE_FILTER.progress = ("quicexp.app",)  # one line per stage; the jobs' detail in the log
     typer.echo(f"logs: {settings.home / 'logs'} (quicexp.log, spark.log, dbt.log)")
-    outcome = pipeline_run_day(_spark(settings, "quicexp-daily"), settings, d)
+    outcome = pipeline_run_day(_spark(settings, "quicexp-daily"), settings, d, skip=skip)
     for path in outcome.reports:
         typer.echo(f"report: {path}")
 

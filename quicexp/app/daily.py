@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import date
@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from quicexp.app.dbt import run_dbt
-from quicexp.config import Settings
+from quicexp.config import ConfigError, Settings
 from quicexp.errors import PartialFailure
 from quicexp.registry import Registry, load_registry
 
@@ -95,8 +95,24 @@ class DayOutcome:
     seconds: dict[str, float] = field(default_factory=dict)
 
 
-def run_day(spark: SparkSession, settings: Settings, day: date, registry: Registry | None = None) -> DayOutcome:
-    """The steps of :data:`STEPS` for one day, in one Spark session.
+def check_steps(names: Collection[str]) -> None:
+    """Refuse a step name that :data:`STEPS` does not have (one line, before any work)."""
+    known = [step.name for step in STEPS]
+    unknown = [name for name in names if name not in known]
+    if unknown:
+        raise ConfigError(f"unknown step {unknown[0]!r}: the steps are {', '.join(known)}")
+
+
+def run_day(
+    spark: SparkSession,
+    settings: Settings,
+    day: date,
+    registry: Registry | None = None,
+    *,
+    skip: Collection[str] = (),
+) -> DayOutcome:
+    """The steps of :data:`STEPS` for one day, in one Spark session; ``skip``: steps not to run
+    (each step replaces its own slice of the day, so the others may run without it).
 
     Raises :class:`PartialFailure` after the last report when some reports failed (the others
     are written), as ``quicexp report`` and the DAG's ``reports`` task do.
@@ -146,8 +162,10 @@ def run_day(spark: SparkSession, settings: Settings, day: date, registry: Regist
 
     actions = {"ingest": ingest, "ingest_qlog": ingest_qlog, "dbt_build": dbt_build, "results": results,
                "reports": reports}  # fmt: skip
+    check_steps(skip)
     for step in STEPS:
-        timed(step.name, actions[step.name])
+        if step.name not in skip:
+            timed(step.name, actions[step.name])
     if outcome.failed_reports:
         raise PartialFailure(
             f"{day}: {len(outcome.failed_reports)} report(s) failed: {'; '.join(outcome.failed_reports)}"

@@ -1,5 +1,5 @@
 """The DuckDB yardstick (bench/reference/) does the pipeline's work: on the run's shared pipeline
-lake (tests/pipeline_lake.py: three upload days of JSON lines with every kind of bad input, four
+lake (tests/pipeline_lake.py: two upload days of JSON lines with every kind of bad input, four
 experiments) its ingest counts and gold sufficient statistics equal the pipeline's, so the speed
 ratio of ``make bench-pipeline`` compares like with like and cannot rot when the models change."""
 

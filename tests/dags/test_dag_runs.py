@@ -44,7 +44,7 @@ from tests.pipeline_lake import assert_same_tables, table_snapshots
 pytestmark = pytest.mark.e2e
 
 GOLD_TABLES = {"experiment_sufficient_stats", "experiment_results", "experiment_reports"}
-# Two of the shared lake's days: enough for order (the second day's results are
+# The shared lake's two days: enough for order (the second day's results are
 # experiment-to-date over both), a failed-then-retried task, and the equality with the in-process
 # run (the comparison works for any prefix); each further day costs four JVM starts.
 BACKFILL_DAYS = 2

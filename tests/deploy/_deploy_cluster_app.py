@@ -1,4 +1,5 @@
-"""Driver of the cluster test: ``quicexp run-day`` against SPARK_MASTER, then a probe of the executors.
+"""Driver of the cluster test: ``quicexp run-day --skip reports`` against SPARK_MASTER (the test
+compares results; reports are read from them), then a probe of the executors.
 
     python tests/deploy/_deploy_cluster_app.py YYYY-MM-DD
 
@@ -30,7 +31,7 @@ def main(day: str) -> int:
 
     from quicexp.app.cli import main as cli_main
 
-    code = cli_main(["run-day", "--date", day])
+    code = cli_main(["run-day", "--date", day, "--skip", "reports"])
     spark = SparkSession.getActiveSession()
     report: dict = {"exit_code": code}
     if spark is not None:

@@ -1,5 +1,5 @@
 """The walking skeleton end to end: simulator → landing → ingest → bronze → dbt → stats →
-gold.experiment_results → HTML report, over the run's shared three-day pipeline lake
+gold.experiment_results → HTML report, over the run's shared two-day pipeline lake
 (tests/pipeline_lake.py). Reruns are the DAG tests' part (tests/dags/test_dag_runs.py)."""
 
 from __future__ import annotations

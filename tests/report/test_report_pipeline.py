@@ -1,5 +1,5 @@
 """Reports from the real pipeline, read back: the run's shared pipeline lake
-(tests/pipeline_lake.py: one simulated fleet with four experiments, three days through
+(tests/pipeline_lake.py: one simulated fleet with four experiments, two days through
 ``quicexp.app.daily.run_day``). The numbers in the HTML are compared with gold.experiment_results.
 """
 
