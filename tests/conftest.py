@@ -25,7 +25,7 @@ JVM_FIXTURES = {"spark"}
 #: a test using any of them is marked ``e2e``.
 SERVICE_FIXTURES = {
     "airflow_env", "serving", "thrift", "thrift_cursor", "superset", "browser",
-    "standalone_cluster", "postgres_server", "pipeline_lake",
+    "standalone_cluster", "postgres_server", "pipeline_lake", "small_lake",
 }  # fmt: skip
 
 
@@ -119,3 +119,24 @@ def pipeline_lake(spark, lake):
     from tests import pipeline_lake as shared
 
     return shared.build(spark, lake(shared.NAMESPACE))
+
+
+#: Tests that prove mechanics (orchestration, a cluster), not statistics, run a fleet as small as
+#: the README's with one experiment (one report a day).
+SMALL_LAKE_CLIENTS = 300
+
+
+@pytest.fixture(scope="session")
+def small_lake(spark, lake):
+    """The run's small pipeline lake: the FHOL fleet at 300 clients, two days run in-process
+    (``run_day``, tests/pipeline_lake.py's builder) in namespace ``small``; read by the DAG
+    back-fill and the standalone-cluster tests, which compare their runs of its days with it."""
+    from quicexp.config import REPO_ROOT
+    from quicexp.registry import Registry, load_registry
+    from simulation.scenario import load_scenario
+    from tests import pipeline_lake as shared
+
+    fhol = load_registry(REPO_ROOT / "registry" / "experiments.yml").get(shared.FHOL)
+    scenario = load_scenario(REPO_ROOT / "simulation" / "scenarios" / "fhol.yaml")
+    return shared.build(spark, lake("small"), scenario=scenario, registry=Registry(experiments=[fhol]),
+                        clients=SMALL_LAKE_CLIENTS)  # fmt: skip

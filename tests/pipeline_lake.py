@@ -213,33 +213,40 @@ class PipelineLake:
     registry: Registry
     registry_file: Path
     manifest: dict
+    days: list[date] = field(default_factory=list)
     outcomes: list = field(default_factory=list)
     # The Delta version of every gold table right after each day's run.
     gold_versions: dict[date, dict[str, int]] = field(default_factory=dict)
-
-    @property
-    def days(self) -> list[date]:
-        return [START + timedelta(days=i) for i in range(DAYS)]
 
     @property
     def last_day(self) -> date:
         return self.days[-1]
 
 
-def build(spark, settings: Settings) -> PipelineLake:
-    """Simulate the mixed fleet and run the pipeline over its days, one after the other."""
+def build(
+    spark,
+    settings: Settings,
+    *,
+    scenario=None,
+    registry: Registry | None = None,
+    days: int = DAYS,
+    clients: int = CLIENTS,
+) -> PipelineLake:
+    """Simulate a fleet (default: the mixed one, four experiments) and run the pipeline over its
+    days, one after the other."""
     from quicexp.app.daily import run_day
     from simulation.runner import run_scenario
 
-    registry = mixed_registry()
+    registry = registry or mixed_registry()
     registry_file = settings.home / "experiments.yml"
     registry_file.parent.mkdir(parents=True, exist_ok=True)
     registry_file.write_text(yaml.safe_dump(registry.model_dump(mode="json"), sort_keys=False))
     settings = settings.model_copy(update={"registry_file": registry_file})
     manifest = run_scenario(
-        mixed_scenario(), settings.landing_root, days=DAYS, clients=CLIENTS, workers=2, seed=SEED
+        scenario or mixed_scenario(), settings.landing_root, days=days, clients=clients, workers=2, seed=SEED
     )
-    lake = PipelineLake(settings, registry, registry_file, manifest)
+    lake = PipelineLake(settings, registry, registry_file, manifest,
+                        days=[START + timedelta(days=i) for i in range(days)])  # fmt: skip
     for day in lake.days:
         lake.outcomes.append(run_day(spark, settings, day, registry))
         lake.gold_versions[day] = delta_versions(spark, settings.gold_schema)

@@ -1,5 +1,6 @@
 """Fixtures for the DAG tests: a real Airflow (metadata DB under the run's state dir). The DAG
-reads the landing zone and registry of the run's shared pipeline lake (tests/pipeline_lake.py).
+reads the landing zone and registry of the run's small pipeline lake (tests/conftest.py:
+``small_lake``), and its gold tables are compared with that lake's.
 
 Airflow runs in its own environment (.venvs/airflow) as a subprocess; pytest runs in the pipeline
 environment and reads the lake through the session's one Spark session.
@@ -32,3 +33,4 @@ def airflow_env(base_settings: Settings) -> dict[str, str]:
     env.update(parse_exports(exported.stdout))
     assert env["AIRFLOW_HOME"].startswith(str(base_settings.state_dir))
     return env
+

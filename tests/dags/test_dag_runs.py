@@ -1,15 +1,15 @@
 """Real runs of quicexp_daily: a back-fill through a real scheduler, then `airflow dags test`.
 
-Fewest runs that prove each property (every day-run starts four Spark JVMs, for ingest, dbt,
-results and the reports, and takes minutes):
+Fewest runs that prove each property, on days as small as they need to be (every day-run starts
+five Spark JVMs, for ingest, qlog, dbt, results and the reports, and takes minutes):
 
 - a day without landing data: the sensor fails after its (short) timeout, nothing is written;
-- namespace ``dags_bf``: the shared pipeline lake's days (tests/pipeline_lake.py: same landing
-  zone, same registry) as one `airflow backfill create` run by the scheduler of
-  `scripts/airflow.sh start` (what `make airflow` starts), with the results step of the second
-  day failing once after doing its work. Its gold tables must equal those of the shared lake
-  right after its in-process run of the last back-filled day (Delta time travel; the same job
-  functions the DAG's tasks call);
+- namespace ``dags_bf``: the days of the run's small lake (tests/conftest.py: ``small_lake``,
+  the FHOL fleet at 300 clients run in-process; same landing zone, same registry)
+  as one `airflow backfill create` run by the scheduler of `scripts/airflow.sh start` (what
+  `make airflow` starts), with the results step of the second day failing once after doing its
+  work. Its gold tables must equal those of ``small_lake`` right after its in-process run of the
+  last back-filled day (Delta time travel; the same job functions the DAG's tasks call);
 - then the oldest day again, in-process (``run_day``, the steps every task runs, without four
   more JVM starts): it is written (a new Delta version) and every bronze and gold table is
   unchanged (the same logical day twice, after newer days; this also covers a step re-run after
@@ -44,7 +44,7 @@ from tests.pipeline_lake import assert_same_tables, table_snapshots
 pytestmark = pytest.mark.e2e
 
 GOLD_TABLES = {"experiment_sufficient_stats", "experiment_results", "experiment_reports"}
-# The shared lake's two days: enough for order (the second day's results are
+# The small lake's two days: enough for order (the second day's results are
 # experiment-to-date over both), a failed-then-retried task, and the equality with the in-process
 # run (the comparison works for any prefix); each further day costs four JVM starts.
 BACKFILL_DAYS = 2
@@ -54,18 +54,18 @@ def _delta_version(spark, table: str) -> int:
     return int(spark.sql(f"describe history {table}").agg({"version": "max"}).collect()[0][0])
 
 
-def _env(airflow_env, settings, pipeline_lake) -> dict[str, str]:
+def _env(airflow_env, settings, small_lake) -> dict[str, str]:
     return namespace_env(
-        airflow_env, settings, pipeline_lake.settings.landing_root, pipeline_lake.registry_file
+        airflow_env, settings, small_lake.settings.landing_root, small_lake.registry_file
     )
 
 
 def test_day_without_landing_data_fails_the_sensor_and_writes_nothing(
-    airflow_env, pipeline_lake, lake, spark, tmp_path
+    airflow_env, small_lake, lake, spark, tmp_path
 ):
     settings = lake("dags_empty")
-    env = _env(airflow_env, settings, pipeline_lake)
-    landing = pipeline_lake.settings.landing_root
+    env = _env(airflow_env, settings, small_lake)
+    landing = small_lake.settings.landing_root
     day = "2026-07-25"
     assert not (landing / f"upload_date={day}").exists()
 
@@ -143,14 +143,14 @@ def _create_backfill(env: dict, days: list[str], attempts: int = 5) -> None:
 
 
 @pytest.fixture(scope="module")
-def backfilled(airflow_env, pipeline_lake, lake, tmp_path_factory):
-    """The shared lake's days back-filled by a real scheduler; the second day's results step
+def backfilled(airflow_env, small_lake, lake, tmp_path_factory):
+    """The small lake's days back-filled by a real scheduler; the second day's results step
     fails once after doing its work (tests/dags/flaky_quicexp.sh) and is retried by Airflow."""
     settings = lake("dags_bf")
-    days = [d.isoformat() for d in pipeline_lake.days[:BACKFILL_DAYS]]
+    days = [d.isoformat() for d in small_lake.days[:BACKFILL_DAYS]]
     flag = tmp_path_factory.mktemp("dags-bf") / "fail-once"
     flag.write_text(f"results --date {days[1]}")
-    plain = _env(airflow_env, settings, pipeline_lake)
+    plain = _env(airflow_env, settings, small_lake)
     env = {
         **plain,
         "QUICEXP_BIN": str(Path(__file__).with_name("flaky_quicexp.sh")),
@@ -199,13 +199,13 @@ def test_backfill_runs_every_day_and_retries_the_injected_failure(backfilled):
     assert "injected failure" in retried[0]["error"]
 
 
-def test_backfill_equals_sequential_runs(backfilled, pipeline_lake, spark):
+def test_backfill_equals_sequential_runs(backfilled, small_lake, spark):
     gold = table_snapshots(spark, backfilled.settings.gold_schema)
     assert GOLD_TABLES <= set(gold)
     assert all(len(frame) > 0 for frame in gold.values())
-    shared = pipeline_lake.settings.gold_schema
+    reference = small_lake.settings.gold_schema
     expected = table_snapshots(
-        spark, shared, pipeline_lake.gold_versions[pipeline_lake.days[BACKFILL_DAYS - 1]]
+        spark, reference, small_lake.gold_versions[small_lake.days[BACKFILL_DAYS - 1]]
     )
     reports, expected_reports = gold.pop("experiment_reports"), expected.pop("experiment_reports")
     assert_same_tables(gold, expected)
@@ -239,22 +239,22 @@ def test_backfill_ingests_each_logical_day_and_publishes(backfilled, spark):
 
 
 def test_rerunning_an_old_day_after_newer_days_writes_it_and_changes_nothing(
-    backfilled, pipeline_lake, spark
+    backfilled, small_lake, spark
 ):
     """Every table is unchanged but the old day's reports: a day's report is rendered by that day's
     run from the data known then (docs/decisions.md), so re-running the day after late data
     arrived re-renders it. The data the reports are drawn from (results, marts, bronze) is equal."""
     settings = backfilled.settings.model_copy(
         update={
-            "landing_root": pipeline_lake.settings.landing_root,
-            "registry_file": pipeline_lake.registry_file,
+            "landing_root": small_lake.settings.landing_root,
+            "registry_file": small_lake.registry_file,
         }
     )
     results = f"{settings.gold_schema}.experiment_results"
     before = {s: table_snapshots(spark, s) for s in (settings.bronze_schema, settings.gold_schema)}
     version = _delta_version(spark, results)
 
-    run_day(spark, settings, date.fromisoformat(backfilled.days[0]), pipeline_lake.registry)
+    run_day(spark, settings, date.fromisoformat(backfilled.days[0]), small_lake.registry)
 
     assert _delta_version(spark, results) > version, "the old day's results were not rewritten"
     after = {s: table_snapshots(spark, s) for s in (settings.bronze_schema, settings.gold_schema)}

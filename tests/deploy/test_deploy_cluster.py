@@ -2,9 +2,9 @@
 
 A master and two workers run from the installed pyspark on 127.0.0.1. ``quicexp run-day`` runs
 in a subprocess with ``SPARK_MASTER=spark://…`` (configuration only) over the first day of the
-run's shared pipeline lake (tests/pipeline_lake.py: same landing data, same registry), which this
-process ran in local[2] mode. The cluster's ``experiment_results`` must equal the shared lake's
-right after that day (Delta time travel; row order free, doubles within a relative 1e-9).
+run's small pipeline lake (tests/conftest.py: ``small_lake``; same landing data, same registry),
+which this process ran in local[2] mode. The cluster's ``experiment_results`` must equal the
+small lake's right after that day (Delta time travel; row order free, doubles within a relative 1e-9).
 
 Code reaches the executors as it would on a real cluster: the executors' Python has the
 dependencies but not the project, so ``jobs`` imports there only from the zip the driver ships
@@ -31,9 +31,9 @@ APP = Path(__file__).with_name("_deploy_cluster_app.py")
 
 
 def test_one_day_on_a_standalone_cluster_matches_local_mode(
-    spark, lake, pipeline_lake, standalone_cluster, bare_executor_python, tmp_path
+    spark, lake, small_lake, standalone_cluster, bare_executor_python, tmp_path
 ):
-    local, remote, day = pipeline_lake.settings, lake("deploy_cluster"), pipeline_lake.days[0]
+    local, remote, day = small_lake.settings, lake("deploy_cluster"), small_lake.days[0]
 
     env = subprocess_env(
         QUICEXP_SPARK__MASTER=None,  # the test run pins local[2]; the cluster run uses Spark's own variable
@@ -45,7 +45,7 @@ def test_one_day_on_a_standalone_cluster_matches_local_mode(
         QUICEXP_LAKE_ROOT=str(remote.lake_root),
         QUICEXP_METASTORE_DIR=str(remote.metastore_dir),
         QUICEXP_LANDING_ROOT=str(local.landing_root),
-        QUICEXP_REGISTRY_FILE=str(pipeline_lake.registry_file),
+        QUICEXP_REGISTRY_FILE=str(small_lake.registry_file),
         QUICEXP_BRONZE_SCHEMA=remote.bronze_schema,
         QUICEXP_SILVER_SCHEMA=remote.silver_schema,
         QUICEXP_GOLD_SCHEMA=remote.gold_schema,
@@ -80,7 +80,7 @@ def test_one_day_on_a_standalone_cluster_matches_local_mode(
 
     # Same results as local mode (doubles within a relative 1e-9: sums may add in another order).
     table = qualified(local.gold_schema, "experiment_results")
-    local_rows = table_snapshot(spark, table, pipeline_lake.gold_versions[day]["experiment_results"])
+    local_rows = table_snapshot(spark, table, small_lake.gold_versions[day]["experiment_results"])
     assert len(local_rows) > 0
     assert_same_tables({"experiment_results": table_snapshot(spark, qualified(remote.gold_schema, "experiment_results"))},
                        {"experiment_results": local_rows})  # fmt: skip
