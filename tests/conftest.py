@@ -115,7 +115,7 @@ def lake(base_settings: Settings) -> Callable[[str], Settings]:
 @pytest.fixture(scope="session")
 def pipeline_lake(spark, lake):
     """The run's one simulated pipeline lake (tests/pipeline_lake.py): two days, four
-    experiments, run once and read by the e2e, report and DAG tests."""
+    experiments, run once and read by the e2e, report, serving and bench tests."""
     from tests import pipeline_lake as shared
 
     return shared.build(spark, lake(shared.NAMESPACE))

@@ -1,4 +1,5 @@
-"""The run's one simulated pipeline lake, shared by the end-to-end, report and DAG tests.
+"""The run's simulated pipeline lakes: the shared one (end-to-end, report, serving and bench tests)
+and, from the same builder, the small one of the DAG and cluster tests (tests/conftest.py).
 
 One simulated fleet carries four experiments at once (independent assignment salts), so one
 two-day pipeline run feeds every end-to-end case: FHOL (seed 000), multipath with re-injection
@@ -8,7 +9,8 @@ once (``quicexp.app.daily.run_day`` in the run's Spark session) and the tests re
 
 - tests/e2e: rows accounted for, intervals, the report of the last day;
 - tests/report: the HTML reports against ``gold.experiment_results``;
-- tests/dags: the same landing zone and registry through Airflow, compared with these gold tables.
+- tests/serving: the Thrift server, Superset and the notebook over its silver and gold;
+- tests/bench: the DuckDB reference over the same landing files, compared with these gold tables.
 
 No test may write into this namespace; the fixture records the Delta version of every gold table
 after each day, so a test can read the lake as of any of its days.
