@@ -367,6 +367,9 @@ def test_the_thrift_server_requires_its_login_and_runs_the_sql_guard():
     thrift = entrypoint_roles()["thrift-server"]
     assert "hive.server2.authentication=CUSTOM" in thrift
     assert "quicexp.jvm.ThriftPasswordAuth" in thrift
+    # the credentials file names the secret file (tests/serving/test_thrift_password_auth.py)
+    # and never holds a copy of the password
+    assert "password_file=%s" in thrift and 'cat "$password_file"' not in thrift and "password=" not in thrift
     assert "--thrift-server" in thrift  # spark_properties.py: the project jar and the SQL guard
     dockerfile = (REPO / "deploy" / "Dockerfile").read_text()
     assert "openjdk-17-jdk-headless" in dockerfile  # javac for jvm/src at setup

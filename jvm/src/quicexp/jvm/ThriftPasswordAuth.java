@@ -1,5 +1,6 @@
 package quicexp.jvm;
 
+import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStream;
 import java.nio.charset.StandardCharsets;
@@ -18,8 +19,10 @@ import org.apache.hive.service.auth.PasswdAuthenticationProvider;
  * <p>The file is named by the system property {@code quicexp.thrift.credentials} (the server sets
  * it with {@code --hiveconf}, which HiveServer2 turns into a system property) or the environment
  * variable {@code QUICEXP_THRIFT_CREDENTIALS}. It is a Java properties file with {@code user} and
- * {@code password}; it is read at every login, so a rotated password takes effect without a
- * restart. A missing or unreadable file refuses every login (fail closed).
+ * either {@code password} or {@code password_file}: the path of a file whose first line is the
+ * password (a docker compose secret, read where it is, so the secret is never copied). Both files
+ * are read at every login, so a rotated password takes effect without a restart. A missing or
+ * unreadable file refuses every login (fail closed).
  */
 public final class ThriftPasswordAuth implements PasswdAuthenticationProvider {
   static final String PROPERTY = "quicexp.thrift.credentials";
@@ -30,6 +33,9 @@ public final class ThriftPasswordAuth implements PasswdAuthenticationProvider {
     Properties expected = load();
     String wantUser = expected.getProperty("user");
     String wantPassword = expected.getProperty("password");
+    if (wantPassword == null && expected.getProperty("password_file") != null) {
+      wantPassword = firstLine(Paths.get(expected.getProperty("password_file")));
+    }
     if (wantUser == null || wantPassword == null || wantPassword.isEmpty()) {
       throw new AuthenticationException("quicexp: the Thrift server's credentials file lacks user or password");
     }
@@ -43,6 +49,15 @@ public final class ThriftPasswordAuth implements PasswdAuthenticationProvider {
 
   private static byte[] bytes(String value) {
     return value == null ? new byte[0] : value.getBytes(StandardCharsets.UTF_8);
+  }
+
+  private static String firstLine(Path path) throws AuthenticationException {
+    try (BufferedReader in = Files.newBufferedReader(path, StandardCharsets.UTF_8)) {
+      String line = in.readLine();
+      return line == null ? "" : line;
+    } catch (IOException e) {
+      throw new AuthenticationException("quicexp: cannot read the password file " + path);
+    }
   }
 
   private static Properties load() throws AuthenticationException {
