@@ -113,7 +113,9 @@ def test_qlog_from_aioquic_matches_its_own_numbers(ingest_spark, lake, exchange)
         assert row.event_date == D and row.upload_date == D and row.started_at_source == "trace"
     # independent checks: aioquic's own state, the relay's drops, both ends' packet counts
     assert rows["client"].srtt_ms == pytest.approx(exchange.client_srtt_ms, rel=1e-9)
-    assert 0 < rows["server"].packets_lost <= exchange.dropped
+    # Loss detection also declares a packet lost that is only late (RFC 9002's time and packet
+    # thresholds): the stack's count may exceed the relay's drops (seen: 26 against 25), not double it
+    assert 0 < rows["server"].packets_lost <= 2 * exchange.dropped
     assert 0 < rows["client"].packets_received <= rows["server"].packets_sent - exchange.dropped
     assert rows["client"].datagrams_received <= rows["server"].datagrams_sent - exchange.dropped
     assert rows["client"].bytes_received >= exchange.bytes_received
