@@ -14,7 +14,7 @@ SIZE    ?= 1000000
 help: ## Show this help
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | sort | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36m%-16s\033[0m %s\n", $$1, $$2}'
 
-setup: ## Install the three environments from their locks and fetch the jars (idempotent)
+setup: ## Install the three environments from their locks, fetch the jars, make the JVM class archive (idempotent)
 	@scripts/setup.sh
 
 lock: ## Re-resolve requirements/*.in into the committed lock files

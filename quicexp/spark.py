@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import os
 import shlex
+import shutil
 import sys
 import zipfile
 from pathlib import Path
@@ -30,6 +31,8 @@ SECRET_KEYS = ("spark.hadoop.javax.jdo.option.ConnectionPassword", "spark.authen
 PROJECT_PACKAGES = ("quicexp", "jobs", "stats", "simulation")
 #: Where the JVMs' logs go (a file under <home>/logs), see quicexp/log4j2.properties.
 LOG4J_CONFIG = Path(__file__).with_name("log4j2.properties")
+#: With this, a class-data archive the JVM cannot use (stale, foreign, missing) is ignored silently.
+CDS_LOG_OFF = "-Xlog:cds*=off"
 
 
 def is_cluster(settings: Settings) -> bool:
@@ -71,8 +74,37 @@ def project_archive(dest_dir: Path, root: Path = REPO_ROOT) -> Path:
     return target
 
 
-def spark_conf(settings: Settings, app_name: str = "quicexp") -> dict[str, str]:
-    """The full Spark configuration for ``settings`` (no side effects)."""
+def _java_identity() -> str:
+    """The java that spark-submit will start (``$JAVA_HOME/bin/java``, else the PATH's), with its mtime."""
+    home = os.environ.get("JAVA_HOME")
+    found = Path(home) / "bin" / "java" if home else shutil.which("java")
+    if not found or not Path(found).exists():
+        return "java"
+    java = Path(found).resolve()
+    return f"{java}@{java.stat().st_mtime_ns}"
+
+
+def class_archive(settings: Settings) -> Path:
+    """The driver JVM's class-data archive for this java, this PySpark and these jars (may not exist).
+
+    A JVM started with ``-XX:SharedArchiveFile`` maps the classes a representative run loaded
+    (Spark, Hive, Delta: some 20,000) from this one file instead of finding, reading and verifying
+    them in the jars: about 3 s less per fresh JVM. ``quicexp setup-jars`` makes it
+    (quicexp/class_archive.py); docs/decisions.md has the measurements.
+    """
+    import pyspark
+
+    jars = [str(p) for p in cached_jars(settings.jar_cache, SPARK_JARS)]
+    identity = "\0".join([_java_identity(), pyspark.__version__, *jars])
+    return settings.jar_cache / f"spark-classes-{hashlib.sha256(identity.encode()).hexdigest()[:16]}.jsa"
+
+
+def spark_conf(settings: Settings, app_name: str = "quicexp", *, dump_classes_to: Path | None = None) -> dict[str, str]:
+    """The full Spark configuration for ``settings`` (no side effects).
+
+    ``dump_classes_to``: the driver JVM writes the classes it loaded to this archive when it exits
+    (the run that makes :func:`class_archive`); otherwise the driver uses that archive if it exists.
+    """
     jars = [str(p) for p in cached_jars(settings.jar_cache, SPARK_JARS)]
     catalog = settings.catalog
     conf = {
@@ -135,9 +167,12 @@ def spark_conf(settings: Settings, app_name: str = "quicexp") -> dict[str, str]:
         conf["spark.authenticate.secret"] = _read_secret(settings.spark.auth_secret_file)
     # JVM logs (Spark, Hive, DataNucleus, Delta) go to <home>/logs/spark.log, not the console.
     # (log4j creates the folder; a home whose path holds a space would split the option.)
-    conf["spark.driver.extraJavaOptions"] = (
-        f"-Dlog4j2.configurationFile={LOG4J_CONFIG.as_uri()} -Dquicexp.log.dir={settings.home / 'logs'}"
-    )
+    java_options = [f"-Dlog4j2.configurationFile={LOG4J_CONFIG.as_uri()}", f"-Dquicexp.log.dir={settings.home / 'logs'}"]
+    if dump_classes_to is not None:
+        java_options += [f"-XX:ArchiveClassesAtExit={dump_classes_to}", CDS_LOG_OFF]
+    elif (archive := class_archive(settings)).is_file():
+        java_options += [f"-XX:SharedArchiveFile={archive}", CDS_LOG_OFF]
+    conf["spark.driver.extraJavaOptions"] = " ".join(java_options)
     if not is_cluster(settings):
         # Delta rebuilds a table's state with 50 tasks by default; on one machine 2 suffice.
         conf["spark.databricks.delta.snapshotPartitions"] = "2"
@@ -199,8 +234,9 @@ def _secrets_file(conf: dict[str, str], settings: Settings) -> Path | None:
     return write_properties(settings.state_dir / "run" / f"spark-secrets-{os.getpid()}.properties", hidden)
 
 
-def build_spark(settings: Settings, app_name: str = "quicexp") -> SparkSession:
-    """Return the process's Spark session, creating it with the project's configuration."""
+def build_spark(settings: Settings, app_name: str = "quicexp", *, dump_classes_to: Path | None = None) -> SparkSession:
+    """Return the process's Spark session, creating it with the project's configuration
+    (``dump_classes_to``: see :func:`spark_conf`)."""
     from pyspark.sql import SparkSession
 
     from quicexp.catalog import ensure_catalog, refuse_jvm
@@ -210,7 +246,7 @@ def build_spark(settings: Settings, app_name: str = "quicexp") -> SparkSession:
     # PySpark starts its Python workers with $PYSPARK_PYTHON (default: `python3` on PATH, which
     # may lack pyarrow); use this interpreter unless the caller chose another.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    conf = spark_conf(settings, app_name)
+    conf = spark_conf(settings, app_name, dump_classes_to=dump_classes_to)
     if is_cluster(settings) and "spark.submit.pyFiles" not in conf:
         # Cluster executors do not share this interpreter: ship the project with the app.
         conf["spark.submit.pyFiles"] = str(project_archive(settings.home / "dist"))

@@ -57,12 +57,17 @@ def _spark(settings: Settings, app_name: str):
 
 @app.command("setup-jars")
 def setup_jars() -> None:
-    """Fetch the JVM jars (Delta, Derby client/server, PostgreSQL JDBC) into the jar cache."""
+    """Fetch the JVM jars (Delta, Derby client/server, PostgreSQL JDBC) into the jar cache, and make
+    the driver JVM's class-data archive (once)."""
+    from quicexp.class_archive import ensure_class_archive
     from quicexp.jars import ensure_jars
 
     settings = _settings()
     paths = ensure_jars(settings.jar_cache, log=log.info)
     typer.echo(f"{len(paths)} jars ready in {settings.jar_cache}")
+    archive = ensure_class_archive(settings, log=log.info)
+    if archive is not None:
+        typer.echo(f"JVM class-data archive ready: {archive}")
 
 
 @catalog_app.command("start")
