@@ -85,7 +85,7 @@ def _java_identity() -> str:
 
 
 def class_archive(settings: Settings) -> Path:
-    """The driver JVM's class-data archive for this java, this PySpark and these jars (may not exist).
+    """The driver JVM's class-data archive for this java, PySpark install and jar set (may not exist).
 
     A JVM started with ``-XX:SharedArchiveFile`` maps the classes a representative run loaded
     (Spark, Hive, Delta: some 20,000) from this one file instead of finding, reading and verifying
@@ -95,7 +95,8 @@ def class_archive(settings: Settings) -> Path:
     import pyspark
 
     jars = [str(p) for p in cached_jars(settings.jar_cache, SPARK_JARS)]
-    identity = "\0".join([_java_identity(), pyspark.__version__, *jars])
+    # the JVM's class path is PySpark's jars folder (per environment) + these jars: both must match
+    identity = "\0".join([_java_identity(), pyspark.__version__, str(Path(pyspark.__file__).parent), *jars])
     return settings.jar_cache / f"spark-classes-{hashlib.sha256(identity.encode()).hexdigest()[:16]}.jsa"
 
 
