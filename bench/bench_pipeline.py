@@ -3,9 +3,9 @@
 ``python bench/bench_pipeline.py --events N --format parquet|jsonl`` (``make bench-pipeline``):
 
 1. simulates one upload day of the FHOL fleet of about N events (cached in var/bench/);
-2. runs the pipeline on it as an operator would, each stage a fresh ``quicexp`` process with the
-   default settings: ``quicexp ingest``, ``quicexp dbt build``, ``quicexp results`` (logs to files
-   in the work dir);
+2. runs the pipeline on it as the DAG does, each stage a fresh ``quicexp`` process with the
+   default settings and the daily step's command (``quicexp.app.daily.STEPS``): ``quicexp ingest``,
+   ``quicexp dbt build`` (models and data tests), ``quicexp results`` (logs to files in the work dir);
 3. runs the DuckDB reference (bench/reference/) on the same landing files;
 4. exports the pipeline's outputs (untimed) and compares them with the reference's
    (bench/reference/compare.py) — a difference fails the bench before any time is printed;
@@ -30,6 +30,13 @@ sys.path.insert(0, str(REPO))
 EVENTS_PER_CLIENT_DAY = 23.5  # the fhol scenario, all kinds, one day (bench/bench_ingest.py)
 DAY = "2026-06-15"
 QUICEXP = REPO / ".venvs" / "pipeline" / "bin" / "quicexp"
+
+
+def _daily_command(step: str, day: date) -> list[str]:
+    """The ``quicexp`` arguments of the daily step ``step`` for ``day``, as the DAG runs it."""
+    from quicexp.app.daily import STEPS
+
+    return next(s for s in STEPS if s.name == step).command(day, [])
 
 
 def _free_port() -> int:
@@ -135,9 +142,8 @@ def main() -> None:
     pipeline: dict[str, float] = {}
     try:
         run_day = max(days)
-        pipeline["ingest"] = run_stage("ingest", ["ingest", "--date", run_day.isoformat()], env, logs)
-        pipeline["dbt build"] = run_stage("dbt-build", ["dbt", "build", "--date", run_day.isoformat()], env, logs)
-        pipeline["results"] = run_stage("results", ["results", "--date", run_day.isoformat()], env, logs)
+        for stage, label in (("ingest", "ingest"), ("dbt_build", "dbt build"), ("results", "results")):
+            pipeline[label] = run_stage(stage, _daily_command(stage, run_day), env, logs)
         print("exporting the pipeline's outputs for the comparison (untimed) ...", flush=True)
         with open(logs / "export.log", "w") as fh:
             code = subprocess.call([sys.executable, __file__, "--export", str(work / "out-pipeline")], env=env,

@@ -124,6 +124,7 @@ def dbt(
     command: Annotated[str, typer.Argument(help="dbt command: build, run, test, docs generate…")],
     day: DayOption,
     select: Annotated[str | None, typer.Option("--select", "-s", help="dbt node selection.")] = None,
+    exclude: Annotated[str | None, typer.Option("--exclude", help="dbt nodes left out of the selection.")] = None,
     full_refresh: Annotated[bool, typer.Option("--full-refresh", help="Rebuild incremental models.")] = False,
 ) -> None:
     """Run dbt in the pipeline's Spark session (publishes the registry first)."""
@@ -133,7 +134,11 @@ def dbt(
     settings, d = _settings(), parse_day(day)
     spark = _spark(settings, "quicexp-dbt")
     jobs.registry.run(spark, settings, d)
-    extra = (["--select", select] if select else []) + (["--full-refresh"] if full_refresh else [])
+    extra = (
+        (["--select", select] if select else [])
+        + (["--exclude", exclude] if exclude else [])
+        + (["--full-refresh"] if full_refresh else [])
+    )
     run_dbt(command, settings, d, extra)
 
 
