@@ -1,14 +1,10 @@
-"""Helpers of the DAG tests: run the DAG in the Airflow environment, point it at a test namespace,
-read the failure records."""
+"""Helpers of the DAG tests: the Airflow environment, a test namespace's variables, the failure records."""
 
 from __future__ import annotations
 
 import json
 import shlex
 import socket
-import subprocess
-import time
-from dataclasses import dataclass
 from pathlib import Path
 
 from quicexp.config import REPO_ROOT, Settings
@@ -57,39 +53,6 @@ def namespace_env(
         "QUICEXP_SILVER_SCHEMA": settings.silver_schema,
         "QUICEXP_GOLD_SCHEMA": settings.gold_schema,
     }
-
-
-@dataclass
-class DagRunResult:
-    day: str
-    returncode: int
-    seconds: float
-    log: Path
-
-    @property
-    def output(self) -> str:
-        return self.log.read_text(errors="replace")
-
-    def tail(self, lines: int = 60) -> str:
-        return "\n".join(self.output.splitlines()[-lines:])
-
-
-def run_dag(env: dict[str, str], day: str, log_dir: Path, timeout: float = 3600) -> DagRunResult:
-    """``airflow dags test quicexp_daily <day>`` as a subprocess of the Airflow environment."""
-    log_dir.mkdir(parents=True, exist_ok=True)
-    log = log_dir / f"dags-test-{day}-{time.monotonic_ns()}.log"
-    started = time.monotonic()
-    with open(log, "w") as out:
-        done = subprocess.run(
-            [str(AIRFLOW), "dags", "test", DAG_ID, day],
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            timeout=timeout,
-        )
-    result = DagRunResult(day, done.returncode, time.monotonic() - started, log)
-    print(f"airflow dags test {DAG_ID} {day}: exit {done.returncode} in {result.seconds:.0f}s")
-    return result
 
 
 def failure_records(env: dict[str, str]) -> list[dict]:
