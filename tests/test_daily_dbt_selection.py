@@ -15,7 +15,7 @@ from quicexp.config import REPO_ROOT
 DBT = REPO_ROOT / ".venvs" / "pipeline" / "bin" / "dbt"
 
 
-def _ls(tmp_path, *selection: str) -> set[str]:
+def _ls(tmp_path, *selection: str) -> set[tuple[str, str]]:
     env = {**os.environ, "QUICEXP_DBT_TARGET": "local", "DBT_SEND_ANONYMOUS_USAGE_STATS": "false"}
     done = subprocess.run(
         [str(DBT), "ls", "--project-dir", str(REPO_ROOT), "--profiles-dir", str(REPO_ROOT),

@@ -31,10 +31,9 @@ log = logging.getLogger("quicexp.app.daily")
 
 
 #: Models and their data tests; dbt unit tests check SQL logic, not the day's data: CI runs them.
-#: dbt counts unit tests as ``resource_type:test`` and also selects a selected model's unit tests,
-#: so they are excluded by name of their own resource type.
-DBT_SELECT = "resource_type:model resource_type:test"
-DBT_EXCLUDE = "resource_type:unit_test"
+#: dbt counts unit tests as ``resource_type:test`` and builds a selected model's unit tests with
+#: it, so they are excluded by their own resource type.
+DBT_SELECTION = ("--select", "resource_type:model resource_type:test", "--exclude", "resource_type:unit_test")
 
 
 @dataclass(frozen=True)
@@ -62,7 +61,7 @@ STEPS: tuple[Step, ...] = (
     Step("ingest", ("ingest",), "landing -> bronze for upload day D"),
     Step("ingest_qlog", ("ingest-qlog",),
          "the day's qlog traces -> bronze.qlog_connections (a listing and one catalog look-up without qlog)"),
-    Step("dbt_build", ("dbt", "build", "--select", DBT_SELECT, "--exclude", DBT_EXCLUDE),
+    Step("dbt_build", ("dbt", "build", *DBT_SELECTION),
          "publish the registry, then dbt models and their data tests for day D"),
     Step("results", ("results",), "sufficient statistics -> stats engine -> gold.experiment_results"),
     Step("reports", ("report",), "the HTML and Markdown report of every experiment running on D"),
@@ -146,7 +145,7 @@ def run_day(
 
     def dbt_build() -> tuple[int, str]:
         jobs.registry.run(spark, settings, day, registry)
-        return run_dbt("build", settings, day, ["--select", DBT_SELECT, "--exclude", DBT_EXCLUDE]), "dbt nodes"
+        return run_dbt("build", settings, day, list(DBT_SELECTION)), "dbt nodes"
 
     def results() -> tuple[int, str]:
         with _counting("stats.engine") as skipped:
