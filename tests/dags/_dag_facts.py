@@ -66,6 +66,7 @@ def main(dags_dir: str) -> None:
                     "timeout": getattr(t, "timeout", None),
                     "mode": getattr(t, "mode", None),
                     "pool": t.pool,
+                    "depends_on_past": t.depends_on_past,
                     "has_failure_callback": bool(t.on_failure_callback),
                     "has_retry_callback": bool(t.on_retry_callback),
                     "downstream": sorted(t.downstream_task_ids),

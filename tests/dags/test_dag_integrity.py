@@ -61,6 +61,13 @@ def test_tags_docs_and_schedule(facts):
     assert dag["timetable"] == "CronDataIntervalTimetable"
 
 
+def test_days_run_in_order(facts):
+    """Day D's ingest waits for D-1's (the experiment-to-date results of D read every earlier day);
+    the DAG's real runs (test_dag_runs.py) back-fill one day, so the order is this configuration."""
+    tasks = facts["dags"]["quicexp_daily"]["tasks"]
+    assert {t for t, v in tasks.items() if v["depends_on_past"]} == {"ingest"}
+
+
 def test_run_for_logical_day_starts_after_that_day(facts):
     """Cron data intervals: the scheduled run of day L covers [L, L+1), starts at L+1 00:00 UTC,
     and its logical date (ds, what every task processes) is L."""

@@ -3,18 +3,24 @@
 Fewest runs that prove each property, on days as small as they need to be (every day-run starts
 five Spark JVMs, for ingest, qlog, dbt, results and the reports, and takes minutes):
 
-- namespace ``dags_bf``: the days of the run's small lake (tests/conftest.py: ``small_lake``,
-  the FHOL fleet at 300 clients run in-process; same landing zone, same registry)
-  as one `airflow backfill create` run by the scheduler of `scripts/airflow.sh start` (what
-  `make airflow` starts), with the results step of the second day failing once after doing its
-  work. Its gold tables must equal those of ``small_lake`` right after its in-process run of the
-  last back-filled day (Delta time travel; the same job functions the DAG's tasks call);
+- namespace ``dags_bf``: the run's small lake (tests/conftest.py: ``small_lake``, the FHOL fleet
+  at 300 clients run in-process; same landing zone, same registry) again, its first day run
+  in-process (``run_day``, the steps every task runs) and its second day as an
+  `airflow backfill create` run by the scheduler of `scripts/airflow.sh start` (what
+  `make airflow` starts), with the results step failing once after doing its work. Its gold
+  tables must equal those of ``small_lake`` right after its in-process run of that day (Delta
+  time travel; the same job functions the DAG's tasks call): the back-filled day's results are
+  experiment-to-date over both days, so they also show that the scheduler's run read the day
+  before it;
 - the same scheduler runs a day without landing data (a manual run, queued beside the back-fill):
   its sensor fails after its (short) timeout, no task after it starts, nothing is written;
-- then the oldest day again, in-process (``run_day``, the steps every task runs, without four
-  more JVM starts): it is written (a new Delta version) and every bronze and gold table is
-  unchanged (the same logical day twice, after newer days; this also covers a step re-run after
-  it did its work, dbt's incremental models included).
+- then the first day again, in-process: it is written (a new Delta version) and every bronze and
+  gold table is unchanged (the same logical day twice, after a newer day; this also covers a
+  step re-run after it did its work, dbt's incremental models included).
+
+Back-fill order across several days is the DAG's configuration (``max_active_runs=1``, ingest's
+``depends_on_past``), checked by test_dag_integrity.py; a second scheduled day would cost five
+more JVM starts (about 170 s) and prove nothing the in-process day does not.
 """
 
 from __future__ import annotations
@@ -44,10 +50,6 @@ from tests.pipeline_lake import assert_same_tables, table_snapshots
 pytestmark = pytest.mark.e2e
 
 GOLD_TABLES = {"experiment_sufficient_stats", "experiment_results", "experiment_reports"}
-# The small lake's two days: enough for order (the second day's results are
-# experiment-to-date over both), a failed-then-retried task, and the equality with the in-process
-# run (the comparison works for any prefix); each further day costs four JVM starts.
-BACKFILL_DAYS = 2
 #: a day without landing data in the small lake's landing zone (its late uploads end days earlier)
 EMPTY_DAY = "2026-07-25"
 EMPTY_RUN_ID = "test_empty_landing"
@@ -121,7 +123,7 @@ class AirflowApi:
         raise AssertionError(f"could not trigger {dag_id} for {day}: {made.status_code} {made.text[-2000:]}")
 
 
-def _create_backfill(env: dict, days: list[str], attempts: int = 5) -> None:
+def _create_backfill(env: dict, day: str, attempts: int = 5) -> None:
     """`airflow backfill create` while the DAG is still paused (its queued runs start at the
     unpause), so the scheduler is not writing this DAG's runs at the same time. Airflow's SQLite
     database refuses a write whose read snapshot a concurrent write made stale ("database is
@@ -130,7 +132,7 @@ def _create_backfill(env: dict, days: list[str], attempts: int = 5) -> None:
     tried again."""
     for _ in range(attempts):
         created = _airflow(
-            env, "backfill", "create", "--dag-id", DAG_ID, "--from-date", days[0], "--to-date", days[-1],
+            env, "backfill", "create", "--dag-id", DAG_ID, "--from-date", day, "--to-date", day,
             "--max-active-runs", "1", "--reprocess-behavior", "completed",
         )  # fmt: skip
         if created.returncode == 0:
@@ -142,13 +144,17 @@ def _create_backfill(env: dict, days: list[str], attempts: int = 5) -> None:
 
 
 @pytest.fixture(scope="module")
-def backfilled(airflow_env, small_lake, lake, tmp_path_factory):
-    """The small lake's days back-filled by a real scheduler; the second day's results step
-    fails once after doing its work (tests/dags/flaky_quicexp.sh) and is retried by Airflow."""
-    settings = lake("dags_bf")
-    days = [d.isoformat() for d in small_lake.days[:BACKFILL_DAYS]]
-    flag = tmp_path_factory.mktemp("dags-bf") / "fail-once"
-    flag.write_text(f"results --date {days[1]}")
+def backfilled(airflow_env, small_lake, lake, spark, tmp_path_factory):
+    """The small lake's first day run in-process, then its second back-filled by a real scheduler
+    whose results step fails once after doing its work (tests/dags/flaky_quicexp.sh) and is
+    retried by Airflow. Airflow starts while the first day runs."""
+    settings = lake("dags_bf").model_copy(
+        update={"landing_root": small_lake.settings.landing_root, "registry_file": small_lake.registry_file}
+    )
+    first, day = small_lake.days[0].isoformat(), small_lake.days[1].isoformat()
+    work = tmp_path_factory.mktemp("dags-bf")
+    flag, start_log = work / "fail-once", work / "airflow-start.log"
+    flag.write_text(f"results --date {day}")
     plain = _env(airflow_env, settings, small_lake)
     env = {
         **plain,
@@ -156,14 +162,14 @@ def backfilled(airflow_env, small_lake, lake, tmp_path_factory):
         "QUICEXP_TEST_REAL_BIN": str(REPO_ROOT / ".venvs" / "pipeline" / "bin" / "quicexp"),
         "QUICEXP_TEST_FAIL_ONCE": str(flag),
     }
-    started = subprocess.run(
-        ["bash", str(AIRFLOW_SCRIPT), "start"], env=env, capture_output=True, text=True, timeout=900
-    )
+    with start_log.open("w") as out:
+        starting = subprocess.Popen(["bash", str(AIRFLOW_SCRIPT), "start"], env=env, stdout=out, stderr=out)
     try:
-        assert started.returncode == 0, started.stderr[-3000:]
+        run_day(spark, settings, date.fromisoformat(first), small_lake.registry)
+        assert starting.wait(timeout=900) == 0, start_log.read_text()[-3000:]
         api = AirflowApi(env)
         dag = api.wait_for_dag(DAG_ID)
-        _create_backfill(env, days)
+        _create_backfill(env, day)
         api.trigger(DAG_ID, EMPTY_RUN_ID, EMPTY_DAY)
         assert _airflow(env, "dags", "unpause", DAG_ID).returncode == 0
         began = time.monotonic()
@@ -171,20 +177,22 @@ def backfilled(airflow_env, small_lake, lake, tmp_path_factory):
         ended = ("success", "failed")
         while time.monotonic() < deadline:
             runs = api.backfill_runs(DAG_ID)
-            if (len(runs) == len(days) and all(r["state"] in ended for r in runs)
+            if (runs and all(r["state"] in ended for r in runs)
                     and api.run_state(DAG_ID, EMPTY_RUN_ID) in ended):
                 break
             time.sleep(10)
         states = {r["logical_date"][:10]: r["state"] for r in api.backfill_runs(DAG_ID)}
         empty = SimpleNamespace(state=api.run_state(DAG_ID, EMPTY_RUN_ID),
                                 tasks=api.task_states(DAG_ID, EMPTY_RUN_ID))
-        print(f"back-fill of {len(days)} days: {states}, empty day {empty.state}, "
-              f"in {time.monotonic() - began:.0f}s")
+        print(f"back-fill: {states}, empty day {empty.state}, in {time.monotonic() - began:.0f}s")
     finally:
+        if starting.poll() is None:
+            starting.wait(timeout=900)
         subprocess.run(
             ["bash", str(AIRFLOW_SCRIPT), "stop"], env=env, capture_output=True, text=True, timeout=300
         )  # fmt: skip
-    return SimpleNamespace(settings=settings, env=env, days=days, dag=dag, states=states, flag=flag, empty=empty)
+    return SimpleNamespace(settings=settings, env=env, first=first, day=day, dag=dag, states=states, flag=flag,
+                           empty=empty)  # fmt: skip
 
 
 def test_day_without_landing_data_fails_the_sensor_and_writes_nothing(backfilled, small_lake, spark):
@@ -213,20 +221,18 @@ def test_day_without_landing_data_fails_the_sensor_and_writes_nothing(backfilled
     assert not (landing / f"upload_date={EMPTY_DAY}").exists()
 
 
-def test_backfill_runs_every_day_and_retries_the_injected_failure(backfilled):
+def test_backfill_runs_the_day_and_retries_the_injected_failure(backfilled):
     assert any(t["name"] == "quicexp" for t in backfilled.dag["tags"])
-    assert backfilled.states == dict.fromkeys(backfilled.days, "success"), backfilled.states
+    assert backfilled.states == {backfilled.day: "success"}, backfilled.states
     assert not backfilled.flag.exists(), "the injected failure did not happen"
     # Unpausing also makes the scheduler start the latest interval (today): only the back-fill's
-    # days are this test's concern.
+    # day is this test's concern.
     retried = [
         r
         for r in failure_records(backfilled.env)
-        if r["event"] == "retry" and r["logical_date"][:10] in backfilled.days
+        if r["event"] == "retry" and r["logical_date"][:10] == backfilled.day
     ]
-    assert [(r["task_id"], r["logical_date"][:10]) for r in retried] == [
-        ("results", backfilled.days[1])
-    ]
+    assert [r["task_id"] for r in retried] == ["results"], retried
     assert "injected failure" in retried[0]["error"]
 
 
@@ -236,7 +242,7 @@ def test_backfill_equals_sequential_runs(backfilled, small_lake, spark):
     assert all(len(frame) > 0 for frame in gold.values())
     reference = small_lake.settings.gold_schema
     expected = table_snapshots(
-        spark, reference, small_lake.gold_versions[small_lake.days[BACKFILL_DAYS - 1]]
+        spark, reference, small_lake.gold_versions[date.fromisoformat(backfilled.day)]
     )
     reports, expected_reports = gold.pop("experiment_reports"), expected.pop("experiment_reports")
     assert_same_tables(gold, expected)
@@ -246,7 +252,7 @@ def test_backfill_equals_sequential_runs(backfilled, small_lake, spark):
     assert reports[key].equals(expected_reports[key])
 
 
-def test_backfill_ingests_each_logical_day_and_publishes(backfilled, spark):
+def test_backfill_ingests_its_logical_day_and_publishes(backfilled, spark):
     settings = backfilled.settings
     uploads = {
         r[0].isoformat()
@@ -255,37 +261,26 @@ def test_backfill_ingests_each_logical_day_and_publishes(backfilled, spark):
         .distinct()
         .collect()
     }
-    assert uploads == set(backfilled.days), "each run must ingest exactly its logical day"
-    for day in backfilled.days:
-        manifest = json.loads((settings.reports_dir / "_published" / f"{day}.json").read_text())
-        assert [r["experiment"] for r in manifest["reports"]]
-        assert all(
-            (settings.reports_dir / r["html"]["path"]).stat().st_size > 0
-            for r in manifest["reports"]
-        )
-    index = (settings.reports_dir / "index.html").read_text()
-    assert [index.index(day) for day in reversed(backfilled.days)] == sorted(
-        index.index(day) for day in backfilled.days
-    )
+    # the in-process first day and the back-filled day, and no other (the run ingests its own)
+    assert uploads == {backfilled.first, backfilled.day}, "each run must ingest exactly its logical day"
+    manifest = json.loads((settings.reports_dir / "_published" / f"{backfilled.day}.json").read_text())
+    assert [r["experiment"] for r in manifest["reports"]]
+    assert all((settings.reports_dir / r["html"]["path"]).stat().st_size > 0 for r in manifest["reports"])
+    assert backfilled.day in (settings.reports_dir / "index.html").read_text()
 
 
-def test_rerunning_an_old_day_after_newer_days_writes_it_and_changes_nothing(
+def test_rerunning_an_old_day_after_a_newer_day_writes_it_and_changes_nothing(
     backfilled, small_lake, spark
 ):
     """Every table is unchanged but the old day's reports: a day's report is rendered by that day's
     run from the data known then (docs/decisions.md), so re-running the day after late data
     arrived re-renders it. The data the reports are drawn from (results, marts, bronze) is equal."""
-    settings = backfilled.settings.model_copy(
-        update={
-            "landing_root": small_lake.settings.landing_root,
-            "registry_file": small_lake.registry_file,
-        }
-    )
+    settings = backfilled.settings
     results = f"{settings.gold_schema}.experiment_results"
     before = {s: table_snapshots(spark, s) for s in (settings.bronze_schema, settings.gold_schema)}
     version = _delta_version(spark, results)
 
-    run_day(spark, settings, date.fromisoformat(backfilled.days[0]), small_lake.registry)
+    run_day(spark, settings, date.fromisoformat(backfilled.first), small_lake.registry)
 
     assert _delta_version(spark, results) > version, "the old day's results were not rewritten"
     after = {s: table_snapshots(spark, s) for s in (settings.bronze_schema, settings.gold_schema)}
@@ -306,11 +301,11 @@ def test_rerunning_an_old_day_after_newer_days_writes_it_and_changes_nothing(
     for schema, tables in before.items():
         assert_same_tables(after[schema], tables)
     old_day = {
-        k: f[f["as_of_date"].astype(str) == backfilled.days[0]].reset_index(drop=True)
+        k: f[f["as_of_date"].astype(str) == backfilled.first].reset_index(drop=True)
         for k, f in reports.items()
     }
     newer = {
-        k: f[f["as_of_date"].astype(str) != backfilled.days[0]].reset_index(drop=True)
+        k: f[f["as_of_date"].astype(str) != backfilled.first].reset_index(drop=True)
         for k, f in reports.items()
     }
     assert_same_tables({"reports": newer["after"]}, {"reports": newer["before"]})
