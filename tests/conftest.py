@@ -129,8 +129,10 @@ SMALL_LAKE_CLIENTS = 300
 @pytest.fixture(scope="session")
 def small_lake(spark, lake):
     """The run's small pipeline lake: the FHOL fleet at 300 clients, two days run in-process
-    (``run_day``, tests/pipeline_lake.py's builder) in namespace ``small``; read by the DAG
-    back-fill and the standalone-cluster tests, which compare their runs of its days with it."""
+    (``run_day``, tests/pipeline_lake.py's builder) in namespace ``small``. The DAG tests re-run
+    its first day through Airflow in this namespace and check that no table changed; the
+    standalone-cluster test compares its own run of the first day with that day's Delta versions
+    (time travel), so it does not matter which of the two runs first."""
     from quicexp.config import REPO_ROOT
     from quicexp.registry import Registry, load_registry
     from simulation.scenario import load_scenario

@@ -12,8 +12,9 @@ once (``quicexp.app.daily.run_day`` in the run's Spark session) and the tests re
 - tests/serving: the Thrift server, Superset and the notebook over its silver and gold;
 - tests/bench: the DuckDB reference over the same landing files, compared with these gold tables.
 
-No test may write into this namespace; the fixture records the Delta version of every gold table
-after each day, so a test can read the lake as of any of its days.
+No test may write into the shared lake's namespace (the DAG tests re-run a day of the small one,
+which must leave every table as it was). The fixture records the Delta version of every gold
+table after each day, so a test can read a lake as of any of its days.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Fixtures for the DAG tests: a real Airflow (metadata DB under the run's state dir). The DAG
-reads the landing zone and registry of the run's small pipeline lake (tests/conftest.py:
-``small_lake``), and its gold tables are compared with that lake's.
+runs on the run's small pipeline lake (tests/conftest.py: ``small_lake``): its landing zone,
+registry and tables.
 
 Airflow runs in its own environment (.venvs/airflow) as a subprocess; pytest runs in the pipeline
 environment and reads the lake through the session's one Spark session.

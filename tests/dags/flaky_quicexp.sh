@@ -2,8 +2,8 @@
 # Test-only stand-in for the pipeline CLI (the DAG runs "$QUICEXP_BIN" when it is set).
 # Runs the real CLI ($QUICEXP_TEST_REAL_BIN) with the same arguments. If that succeeded and the flag
 # file $QUICEXP_TEST_FAIL_ONCE exists and the arguments start with what it holds, the flag is removed and the
-# step fails anyway: a task that did its work (wrote its slice) and then failed. Airflow's retry must
-# then leave the lake exactly as a clean run does. Production code never reads the flag.
+# step fails anyway: a task that did its work and then failed, which Airflow must retry. Production
+# code never reads the flag.
 set -uo pipefail
 "${QUICEXP_TEST_REAL_BIN:?}" "$@"
 rc=$?

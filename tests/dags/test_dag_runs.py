@@ -1,26 +1,23 @@
 """Real runs of quicexp_daily through a real scheduler.
 
 Fewest runs that prove each property, on days as small as they need to be (every day-run starts
-five Spark JVMs, for ingest, qlog, dbt, results and the reports, and takes minutes):
+five Spark JVMs, for ingest, qlog, dbt, results and the reports, and takes minutes). The run's
+small lake (tests/conftest.py: ``small_lake``, the FHOL fleet at 300 clients, two days run
+in-process by the same job functions the DAG's tasks call) is the lake they run on:
 
-- namespace ``dags_bf``: the run's small lake (tests/conftest.py: ``small_lake``, the FHOL fleet
-  at 300 clients run in-process; same landing zone, same registry) again, its first day run
-  in-process (``run_day``, the steps every task runs) and its second day as an
-  `airflow backfill create` run by the scheduler of `scripts/airflow.sh start` (what
-  `make airflow` starts), with the results step failing once after doing its work. Its gold
-  tables must equal those of ``small_lake`` right after its in-process run of that day (Delta
-  time travel; the same job functions the DAG's tasks call): the back-filled day's results are
-  experiment-to-date over both days, so they also show that the scheduler's run read the day
-  before it;
-- the same scheduler runs a day without landing data (a manual run, queued beside the back-fill):
-  its sensor fails after its (short) timeout, no task after it starts, nothing is written;
-- then the first day again, in-process: it is written (a new Delta version) and every bronze and
-  gold table is unchanged (the same logical day twice, after a newer day; this also covers a
-  step re-run after it did its work, dbt's incremental models included).
+- its first day again, as an `airflow backfill create` run by the scheduler of
+  `scripts/airflow.sh start` (what `make airflow` starts), after the newer day: every step is
+  re-run after it did its work, and every bronze and gold table must be unchanged (results and
+  reports rewritten, a new Delta version; the old day's report re-rendered). The ``plan`` task
+  fails once (tests/dags/flaky_quicexp.sh) and is retried by Airflow;
+- a day without landing data, a manual run queued on the same scheduler: its sensor fails after
+  its (short) timeout, no task after it starts, nothing is written.
 
-Back-fill order across several days is the DAG's configuration (``max_active_runs=1``, ingest's
-``depends_on_past``), checked by test_dag_integrity.py; a second scheduled day would cost five
-more JVM starts (about 170 s) and prove nothing the in-process day does not.
+The small lake's gold tables as of each of its days stay readable by Delta time travel (the
+cluster test compares with its first day). Back-fill order across several days is the DAG's
+configuration (``max_active_runs=1``, ingest's ``depends_on_past``), checked by
+test_dag_integrity.py: a second scheduled day would cost five more JVM starts and prove nothing
+the in-process days do not.
 """
 
 from __future__ import annotations
@@ -29,14 +26,12 @@ import json
 import stat
 import subprocess
 import time
-from datetime import date
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 import requests
 
-from quicexp.app.daily import run_day
 from quicexp.config import REPO_ROOT
 from tests.dags.airflow_helpers import (
     AIRFLOW,
@@ -144,17 +139,15 @@ def _create_backfill(env: dict, day: str, attempts: int = 5) -> None:
 
 
 @pytest.fixture(scope="module")
-def backfilled(airflow_env, small_lake, lake, spark, tmp_path_factory):
-    """The small lake's first day run in-process, then its second back-filled by a real scheduler
-    whose results step fails once after doing its work (tests/dags/flaky_quicexp.sh) and is
-    retried by Airflow. Airflow starts while the first day runs."""
-    settings = lake("dags_bf").model_copy(
-        update={"landing_root": small_lake.settings.landing_root, "registry_file": small_lake.registry_file}
-    )
-    first, day = small_lake.days[0].isoformat(), small_lake.days[1].isoformat()
+def backfilled(airflow_env, small_lake, spark, tmp_path_factory):
+    """The small lake's first day back-filled by a real scheduler after its second (its ``plan``
+    task failing once), beside a manual run of a day without landing data; every bronze and gold
+    table of the lake before and after. The snapshots before are taken while Airflow starts."""
+    settings = small_lake.settings
+    first = small_lake.days[0].isoformat()
     work = tmp_path_factory.mktemp("dags-bf")
     flag, start_log = work / "fail-once", work / "airflow-start.log"
-    flag.write_text(f"results --date {day}")
+    flag.write_text(f"plan --date {first}")
     plain = _env(airflow_env, settings, small_lake)
     env = {
         **plain,
@@ -162,14 +155,16 @@ def backfilled(airflow_env, small_lake, lake, spark, tmp_path_factory):
         "QUICEXP_TEST_REAL_BIN": str(REPO_ROOT / ".venvs" / "pipeline" / "bin" / "quicexp"),
         "QUICEXP_TEST_FAIL_ONCE": str(flag),
     }
+    schemas = (settings.bronze_schema, settings.gold_schema)
     with start_log.open("w") as out:
         starting = subprocess.Popen(["bash", str(AIRFLOW_SCRIPT), "start"], env=env, stdout=out, stderr=out)
     try:
-        run_day(spark, settings, date.fromisoformat(first), small_lake.registry)
+        before = {s: table_snapshots(spark, s) for s in schemas}
+        results_version = _delta_version(spark, f"{settings.gold_schema}.experiment_results")
         assert starting.wait(timeout=900) == 0, start_log.read_text()[-3000:]
         api = AirflowApi(env)
         dag = api.wait_for_dag(DAG_ID)
-        _create_backfill(env, day)
+        _create_backfill(env, first)
         api.trigger(DAG_ID, EMPTY_RUN_ID, EMPTY_DAY)
         assert _airflow(env, "dags", "unpause", DAG_ID).returncode == 0
         began = time.monotonic()
@@ -191,8 +186,9 @@ def backfilled(airflow_env, small_lake, lake, spark, tmp_path_factory):
         subprocess.run(
             ["bash", str(AIRFLOW_SCRIPT), "stop"], env=env, capture_output=True, text=True, timeout=300
         )  # fmt: skip
-    return SimpleNamespace(settings=settings, env=env, first=first, day=day, dag=dag, states=states, flag=flag,
-                           empty=empty)  # fmt: skip
+    after = {s: table_snapshots(spark, s) for s in schemas}
+    return SimpleNamespace(settings=settings, env=env, first=first, dag=dag, states=states, flag=flag,
+                           empty=empty, before=before, after=after, results_version=results_version)  # fmt: skip
 
 
 def test_day_without_landing_data_fails_the_sensor_and_writes_nothing(backfilled, small_lake, spark):
@@ -223,83 +219,43 @@ def test_day_without_landing_data_fails_the_sensor_and_writes_nothing(backfilled
 
 def test_backfill_runs_the_day_and_retries_the_injected_failure(backfilled):
     assert any(t["name"] == "quicexp" for t in backfilled.dag["tags"])
-    assert backfilled.states == {backfilled.day: "success"}, backfilled.states
+    assert backfilled.states == {backfilled.first: "success"}, backfilled.states
     assert not backfilled.flag.exists(), "the injected failure did not happen"
     # Unpausing also makes the scheduler start the latest interval (today): only the back-fill's
     # day is this test's concern.
     retried = [
         r
         for r in failure_records(backfilled.env)
-        if r["event"] == "retry" and r["logical_date"][:10] == backfilled.day
+        if r["event"] == "retry" and r["logical_date"][:10] == backfilled.first
     ]
-    assert [r["task_id"] for r in retried] == ["results"], retried
+    assert [r["task_id"] for r in retried] == ["plan"], retried
     assert "injected failure" in retried[0]["error"]
 
 
-def test_backfill_equals_sequential_runs(backfilled, small_lake, spark):
-    gold = table_snapshots(spark, backfilled.settings.gold_schema)
-    assert GOLD_TABLES <= set(gold)
-    assert all(len(frame) > 0 for frame in gold.values())
-    reference = small_lake.settings.gold_schema
-    expected = table_snapshots(
-        spark, reference, small_lake.gold_versions[date.fromisoformat(backfilled.day)]
-    )
-    reports, expected_reports = gold.pop("experiment_reports"), expected.pop("experiment_reports")
-    assert_same_tables(gold, expected)
-    # The reports: the same verdicts per experiment and day. Their text is not compared: a number
-    # that sits on a rounding boundary of its display format may print differently.
-    key = ["as_of_date", "experiment_id", "title", "is_trustworthy", "significant_rows"]
-    assert reports[key].equals(expected_reports[key])
-
-
-def test_backfill_ingests_its_logical_day_and_publishes(backfilled, spark):
-    settings = backfilled.settings
-    uploads = {
-        r[0].isoformat()
-        for r in spark.table(f"{settings.bronze_schema}.ingest_audit")
-        .select("upload_date")
-        .distinct()
-        .collect()
-    }
-    # the in-process first day and the back-filled day, and no other (the run ingests its own)
-    assert uploads == {backfilled.first, backfilled.day}, "each run must ingest exactly its logical day"
-    manifest = json.loads((settings.reports_dir / "_published" / f"{backfilled.day}.json").read_text())
-    assert [r["experiment"] for r in manifest["reports"]]
-    assert all((settings.reports_dir / r["html"]["path"]).stat().st_size > 0 for r in manifest["reports"])
-    assert backfilled.day in (settings.reports_dir / "index.html").read_text()
-
-
-def test_rerunning_an_old_day_after_a_newer_day_writes_it_and_changes_nothing(
-    backfilled, small_lake, spark
-):
+def test_backfill_of_an_old_day_after_a_newer_day_writes_it_and_changes_nothing(backfilled, spark):
     """Every table is unchanged but the old day's reports: a day's report is rendered by that day's
-    run from the data known then (docs/decisions.md), so re-running the day after late data
-    arrived re-renders it. The data the reports are drawn from (results, marts, bronze) is equal."""
+    run from the data known then (docs/decisions.md), so re-running the day after a newer day
+    re-renders it. The data the reports are drawn from (results, marts, bronze) is equal."""
     settings = backfilled.settings
     results = f"{settings.gold_schema}.experiment_results"
-    before = {s: table_snapshots(spark, s) for s in (settings.bronze_schema, settings.gold_schema)}
-    version = _delta_version(spark, results)
-
-    run_day(spark, settings, date.fromisoformat(backfilled.first), small_lake.registry)
-
-    assert _delta_version(spark, results) > version, "the old day's results were not rewritten"
-    after = {s: table_snapshots(spark, s) for s in (settings.bronze_schema, settings.gold_schema)}
+    assert _delta_version(spark, results) > backfilled.results_version, "the old day's results were not rewritten"
+    before, after = backfilled.before, backfilled.after
+    assert GOLD_TABLES <= set(after[settings.gold_schema])
+    assert all(len(frame) > 0 for frame in after[settings.gold_schema].values())
     reports = {
-        "before": before[settings.gold_schema].pop("experiment_reports"),
-        "after": after[settings.gold_schema].pop("experiment_reports"),
+        "before": before[settings.gold_schema]["experiment_reports"],
+        "after": after[settings.gold_schema]["experiment_reports"],
     }
     # A rerun is a new run of the day: its id and times differ, not its state. The rows are put
     # back in order without them (the canonical order sorted on the finish time, which changed).
-    for snapshot in (before, after):
-        runs = snapshot[settings.bronze_schema]
-        runs["ingest_runs"] = (
-            runs["ingest_runs"]
-            .drop(columns=["run_id", "started_at", "finished_at"])
-            .sort_values(["upload_date", "job"])
-            .reset_index(drop=True)
-        )
-    for schema, tables in before.items():
-        assert_same_tables(after[schema], tables)
+    runs = {k: snap[settings.bronze_schema]["ingest_runs"] for k, snap in (("before", before), ("after", after))}
+    assert set(runs["after"]["run_id"]) != set(runs["before"]["run_id"]), "the day was not ingested again"
+    apart = ("experiment_reports", "ingest_runs")
+    for schema in before:
+        assert_same_tables({n: f for n, f in after[schema].items() if n not in apart},
+                           {n: f for n, f in before[schema].items() if n not in apart})  # fmt: skip
+    assert_same_tables({"ingest_runs": _without_run_identity(runs["after"])},
+                       {"ingest_runs": _without_run_identity(runs["before"])})  # fmt: skip
     old_day = {
         k: f[f["as_of_date"].astype(str) == backfilled.first].reset_index(drop=True)
         for k, f in reports.items()
@@ -310,3 +266,32 @@ def test_rerunning_an_old_day_after_a_newer_day_writes_it_and_changes_nothing(
     }
     assert_same_tables({"reports": newer["after"]}, {"reports": newer["before"]})
     assert sorted(old_day["after"]["experiment_id"]) == sorted(old_day["before"]["experiment_id"])
+    # the same verdicts: the report's text is not compared (a number on a rounding boundary of
+    # its display format may print differently)
+    key = ["as_of_date", "experiment_id", "title", "is_trustworthy", "significant_rows"]
+    assert old_day["after"][key].equals(old_day["before"][key])
+
+
+def _without_run_identity(runs):
+    return (
+        runs.drop(columns=["run_id", "started_at", "finished_at"])
+        .sort_values(["upload_date", "job"])
+        .reset_index(drop=True)
+    )
+
+
+def test_backfill_ingests_its_logical_day_and_publishes(backfilled, small_lake, spark):
+    settings = backfilled.settings
+    uploads = {
+        r[0].isoformat()
+        for r in spark.table(f"{settings.bronze_schema}.ingest_audit")
+        .select("upload_date")
+        .distinct()
+        .collect()
+    }
+    # the small lake's days and no other (the run ingests its own logical day)
+    assert uploads == {d.isoformat() for d in small_lake.days}, "each run must ingest exactly its logical day"
+    manifest = json.loads((settings.reports_dir / "_published" / f"{backfilled.first}.json").read_text())
+    assert [r["experiment"] for r in manifest["reports"]]
+    assert all((settings.reports_dir / r["html"]["path"]).stat().st_size > 0 for r in manifest["reports"])
+    assert backfilled.first in (settings.reports_dir / "index.html").read_text()
