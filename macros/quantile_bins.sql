@@ -206,7 +206,7 @@
 {#- The value bins of the chosen coarse bins, per segment: each cell joins the chosen coarse
     bins of its groups' segments it is in (no spreading of all cells over segments). -#}
 {{ name }}_fine as (
-    select
+    select /*+ BROADCAST(chosen) */
         {% for key in group_keys %}chosen.{{ key }}, {% endfor %}
         chosen.metric,
         chosen.coarse_bin,
