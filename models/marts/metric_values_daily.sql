@@ -114,10 +114,23 @@ unit_bins as (
         and enrolled_bins.event_date = units.as_of_date
 ),
 
+{#- The units with events of each quantile metric that day: made distinct before the join to
+    the units, one row per client and metric instead of one per value bin. -#}
+enrolled_metrics as (
+    select distinct experiment_id, arm, client_id, event_date, metric
+    from enrolled_bins
+),
+
 unit_metrics as (
-    select distinct
-        experiment_id, arm, client_id, as_of_date, {{ segment_columns() | join(', ') }}, metric
-    from unit_bins
+    select
+        units.experiment_id, units.arm, units.client_id, units.as_of_date,
+        {% for column in segment_columns() %}units.{{ column }}, {% endfor %}enrolled_metrics.metric
+    from enrolled_metrics
+    inner join units
+        on enrolled_metrics.experiment_id = units.experiment_id
+        and enrolled_metrics.arm = units.arm
+        and enrolled_metrics.client_id = units.client_id
+        and enrolled_metrics.event_date = units.as_of_date
 ),
 
 segment_units as (
