@@ -228,13 +228,11 @@ def test_backfill_runs_the_day_and_retries_the_injected_failure(backfilled):
     assert not backfilled.flag.exists(), "the injected failure did not happen"
     # Unpausing also makes the scheduler start the latest interval (today): only the back-fill's
     # day is this test's concern.
-    retried = [
-        r
-        for r in failure_records(backfilled.env)
-        if r["event"] == "retry" and r["logical_date"][:10] == backfilled.first
-    ]
-    assert [r["task_id"] for r in retried] == ["plan"], retried
-    assert "injected failure" in retried[0]["error"]
+    # The scheduler may run a try's callbacks a second time, with no error (see the empty day).
+    records = [r for r in failure_records(backfilled.env) if r["logical_date"][:10] == backfilled.first]
+    assert {(r["task_id"], r["event"], r["try_number"]) for r in records} == {("plan", "retry", 1)}, records
+    told = [r for r in records if r["error"] is not None]
+    assert len(told) == 1 and "injected failure" in told[0]["error"], records
 
 
 def test_backfill_of_an_old_day_after_a_newer_day_writes_it_and_changes_nothing(backfilled, spark):
