@@ -27,9 +27,19 @@ from quicexp import telemetry
 from quicexp.config import Settings
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import Column, DataFrame, SparkSession
 
 LOADED, QUARANTINED, DUPLICATE = "loaded", "quarantined", "duplicate"
+#: classified rows' mark of each valid event id's first copy: exactly one row per valid id (the
+#: ledger's rows, without a distinct over the day's ids)
+FIRST_COPY = "first_copy"
+
+
+def first_copy(rank: Column) -> Column:
+    """``FIRST_COPY`` from a valid row's rank among the valid copies of its id (null for invalid rows)."""
+    from pyspark.sql import functions as F
+
+    return F.coalesce(rank == 1, F.lit(False))
 
 
 def window_days(settings: Settings) -> int:
@@ -80,6 +90,7 @@ def classify(checked: DataFrame, earlier: DataFrame, kind: str, day: date) -> Da
     )
     return (
         ranked.withColumn("status", status)
+        .withColumn(FIRST_COPY, first_copy(F.col("_rank")))
         .withColumn("event_date", F.to_date("event_time"))
         .withColumn("upload_date", F.lit(day))
         .drop("_valid", "_tiebreak", "_rank", "_seen")
@@ -87,14 +98,10 @@ def classify(checked: DataFrame, earlier: DataFrame, kind: str, day: date) -> Da
 
 
 def ledger_rows(classified: DataFrame, kind: str) -> DataFrame:
-    """The day's valid ids of ``kind`` (loaded or duplicate), one row per id."""
+    """The day's valid ids of ``kind`` (loaded or duplicate), one row per id: each id's first copy."""
     from pyspark.sql import functions as F
 
-    return (
-        classified.where(F.col("status") != QUARANTINED)
-        .select(F.lit(kind).alias("kind"), "event_id", "upload_date")
-        .distinct()
-    )
+    return classified.where(F.col(FIRST_COPY)).select(F.lit(kind).alias("kind"), "event_id", "upload_date")
 
 
 def later_ingested_days(spark: SparkSession, settings: Settings, day: date, audit_table: str) -> list[date]:

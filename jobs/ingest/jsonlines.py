@@ -26,6 +26,7 @@ error (in strict mode the job then fails, naming the file, before it writes anyt
 
 from __future__ import annotations
 
+import gc
 import gzip
 import json
 import math
@@ -195,20 +196,31 @@ def arrow_schema(kind: str):
 
 
 def arrow_batches(paths: Iterable[str], kind: str) -> Iterator[object]:
-    """Record batches of :func:`rows_of_file` over ``paths``, ``BATCH_ROWS`` rows at most each."""
+    """Record batches of :func:`rows_of_file` over ``paths``, ``BATCH_ROWS`` rows at most each.
+
+    Python's cyclic garbage collector is off while the batches are made: the rows hold no
+    reference cycles (their memory is freed by reference counting), and the collector's passes
+    over the millions of young tuples and dicts cost about a fifth of a line's time.
+    """
     import pyarrow as pa
 
     schema = arrow_schema(kind)
     width = len(schema)
-    for path in paths:
-        rows: list[tuple] = []
-        for row in rows_of_file(path, kind):
-            rows.append(row)
-            if len(rows) == BATCH_ROWS:
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        for path in paths:
+            rows: list[tuple] = []
+            for row in rows_of_file(path, kind):
+                rows.append(row)
+                if len(rows) == BATCH_ROWS:
+                    yield _batch(rows, schema, width, pa)
+                    rows = []
+            if rows:
                 yield _batch(rows, schema, width, pa)
-                rows = []
-        if rows:
-            yield _batch(rows, schema, width, pa)
+    finally:
+        if collecting:
+            gc.enable()
 
 
 def _batch(rows: list[tuple], schema, width: int, pa):

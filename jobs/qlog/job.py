@@ -305,6 +305,7 @@ def classify(parsed: DataFrame, mapping: DataFrame, day: date, settings: Setting
     )
     return (
         ranked.withColumn("status", status)
+        .withColumn(dedup.FIRST_COPY, dedup.first_copy(F.col("_rank")))
         .withColumn("event_date", F.to_date("started_at"))
         .withColumn("upload_date", F.lit(day))
         .drop("_rank", "_seen")

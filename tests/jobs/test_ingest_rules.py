@@ -278,6 +278,37 @@ def test_dedup_quarantined_copy_never_outranks_a_valid_one(ingest_spark):
     assert _status(_classify(ingest_spark, rows)) == [("e", "bad", "quarantined"), ("e", "good", "loaded")]
 
 
+def test_ledger_rows_are_each_valid_ids_first_copy(ingest_spark):
+    from pyspark.sql import functions as F
+
+    from jobs.ingest import dedup
+
+    rows = [{"event_id": "e", "source_file": "a"}, {"event_id": "e", "source_file": "b"},
+            {"event_id": "e", "source_file": "c", "reason": "wrong_type:x"},
+            {"event_id": "q", "source_file": "a", "reason": "wrong_type:x"},
+            {"event_id": "old", "source_file": "a"}, {"event_id": "new", "source_file": "a"}]
+    classified = _classify(ingest_spark, rows, earlier=["old"])
+    ledger = sorted(tuple(r) for r in dedup.ledger_rows(classified, HTTP).collect())
+    assert ledger == [(HTTP, i, D) for i in ("e", "new", "old")]
+    # the same as the distinct valid ids of the day, which it replaces
+    distinct = classified.where(F.col("status") != dedup.QUARANTINED).select("event_id").distinct()
+    assert sorted(i for _, i, _ in ledger) == sorted(r.event_id for r in distinct.collect())
+
+
+def test_json_parse_runs_without_the_cyclic_collector_and_restores_it(tmp_path):
+    import gc
+
+    path = tmp_path / "b.jsonl"
+    path.write_text((VALID + "\n") * 3)
+    for enabled_before in (True, False):
+        (gc.enable if enabled_before else gc.disable)()
+        try:
+            during = [gc.isenabled() for _ in jsonlines.arrow_batches([str(path)], HTTP)]
+            assert during == [False] and gc.isenabled() is enabled_before
+        finally:
+            gc.enable()
+
+
 def test_shuffle_partitions_follow_the_landing_size(tmp_path):
     from jobs.ingest.job import shuffle_partitions
 
