@@ -17,13 +17,16 @@ with
     where {{ in_run_window('event_date') }}
 ),
 
-{{ source }}_summed as (
+{#- Summed first with the client's platform and network as keys, so that the large aggregate
+    is a hash aggregate (min() of a string needs a sort aggregate, a sort of every event); the
+    second aggregate takes their min over the few rows per client-day. -#}
+{{ source }}_summed_by_segment as (
     select
         client_id,
         event_date,
         array_sort(map_entries(experiments)) as assignments,
-        min(platform) as platform,
-        min(network_type) as network_type
+        platform,
+        network_type
         {%- for m in metrics %},
         sum(case when {{ m.filter }} then cast({{ m.numerator }} as double) end)
             as {{ m.name }}__numerator,
@@ -32,7 +35,23 @@ with
         count_if({{ m.filter }}) as {{ m.name }}__events
         {%- endfor %}
     from {{ source }}
-    group by client_id, event_date, array_sort(map_entries(experiments))
+    group by client_id, event_date, array_sort(map_entries(experiments)), platform, network_type
+),
+
+{{ source }}_summed as (
+    select
+        client_id,
+        event_date,
+        assignments,
+        min(platform) as platform,
+        min(network_type) as network_type
+        {%- for m in metrics %},
+        sum({{ m.name }}__numerator) as {{ m.name }}__numerator,
+        sum({{ m.name }}__denominator) as {{ m.name }}__denominator,
+        sum({{ m.name }}__events) as {{ m.name }}__events
+        {%- endfor %}
+    from {{ source }}_summed_by_segment
+    group by client_id, event_date, assignments
 ),
 
 {{ source }}_metrics as (
