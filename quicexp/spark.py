@@ -137,6 +137,12 @@ def spark_conf(settings: Settings, app_name: str = "quicexp", *, dump_classes_to
         # instead of 71 s on the shared test lake's third day (docs/decisions.md). The ingest job
         # turns it off for its own run too, whatever session it is given (jobs/ingest/job.py).
         "spark.sql.constraintPropagation.enabled": "false",
+        # Every table of the lake is partitioned by a date and read by date ranges, and no file
+        # is sorted by any other column, so per-column min/max statistics skip nothing; collecting
+        # them for the first 32 columns of every written row cost a quarter to a third of a bronze
+        # write. New tables keep the row count only (docs/decisions.md); a table that wants
+        # data skipping (or Z-ordering) sets the property back on itself.
+        "spark.databricks.delta.properties.defaults.dataSkippingNumIndexedCols": "0",
         "spark.pyspark.python": sys.executable,
     }
     if catalog.kind == "jdbc":

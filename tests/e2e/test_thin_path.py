@@ -80,3 +80,24 @@ def test_report_is_written_with_the_scorecard(thin_path):
         assert needle in html
     text = re.sub(r"data:image/png;base64,[A-Za-z0-9+/=]+", "", html)  # base64 may spell "nan"
     assert not re.search(r"\bnan\b", text, re.IGNORECASE)
+
+
+def test_lake_tables_keep_row_counts_without_column_statistics(spark, thin_path):
+    """Every table is read by date partitions only, so its files carry Delta's row count and no
+    per-column min/max (docs/decisions.md): a bronze, a silver and a gold table of the lake."""
+    import json
+    from pathlib import Path
+    from urllib.parse import urlparse
+
+    settings, _, _ = thin_path
+    for table in (f"{settings.bronze_schema}.http_transactions",
+                  f"{settings.silver_schema}.int_quantile_values_binned_to_client_days",
+                  f"{settings.gold_schema}.experiment_sufficient_stats"):
+        detail = spark.sql(f"describe detail {table}").first()
+        assert detail.properties.get("delta.dataSkippingNumIndexedCols") == "0", table
+        log = Path(urlparse(detail.location).path) / "_delta_log"
+        stats = [json.loads(action["add"]["stats"])
+                 for commit in sorted(log.glob("*.json"))
+                 for action in map(json.loads, commit.read_text().splitlines()) if "add" in action]
+        assert stats and all(set(s) == {"numRecords"} for s in stats), table
+        assert sum(s["numRecords"] for s in stats if s) >= spark.table(table).count() > 0, table
