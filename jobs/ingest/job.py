@@ -110,14 +110,18 @@ def _parquet_source(spark: SparkSession, files: tuple[str, ...], links: Path) ->
     return spark.read.parquet(*paths).withColumn("source_file", source)
 
 
-def _read(spark: SparkSession, batches: Batches, links: Path) -> DataFrame:
-    """Every batch of one kind, parsed into typed columns + ``raw_text`` + ``reason``."""
+def _read(spark: SparkSession, batches: Batches, links: Path, semantic: Column) -> DataFrame:
+    """Every batch of one kind, parsed into typed columns + ``raw_text`` + its final ``reason``
+    (the parse's own, else ``semantic``'s: the checks of the typed row)."""
+    from pyspark.sql import functions as F
+
     parts = []
     if batches.json_files:
-        parts.append(parse_json_files(spark, batches.json_files, batches.kind))
+        parsed = parse_json_files(spark, batches.json_files, batches.kind)
+        parts.append(parsed.withColumn("reason", F.coalesce("reason", semantic)))
     for i, (schema, files) in enumerate(batches.parquet_groups):
         raw = _parquet_source(spark, files, links / f"{batches.kind}-{i}")
-        parts.append(parse_parquet(raw, batches.kind, schema))
+        parts.append(parse_parquet(raw, batches.kind, schema, semantic))
     if batches.unreadable:  # one quarantined record per file that could not be opened as its kind
         struct = jsonlines.arrow_schema(batches.kind)
         rows = [(why, jsonlines.file_uri(path), *([None] * (len(struct) - 3)), jsonlines.UNREADABLE)
@@ -128,15 +132,9 @@ def _read(spark: SparkSession, batches: Batches, links: Path) -> DataFrame:
 
 def _classified(spark: SparkSession, settings: Settings, day: date, batches: Batches, earlier: DataFrame,
                 links: Path) -> DataFrame:
-    from pyspark.sql import functions as F
-
     rules = settings.ingest
-    parsed = _read(spark, batches, links)
-    checked = parsed.withColumn(
-        "reason",
-        F.coalesce("reason", semantic_reason(batches.kind, day, rules.lookback_days, rules.future_tolerance_minutes)),
-    )
-    return dedup.classify(checked, earlier, batches.kind, day)
+    semantic = semantic_reason(batches.kind, day, rules.lookback_days, rules.future_tolerance_minutes)
+    return dedup.classify(_read(spark, batches, links, semantic), earlier, batches.kind, day)
 
 
 def _kinds_loaded_before(spark: SparkSession, audit_table: str, day: date, kinds: tuple[str, ...]) -> set[str]:

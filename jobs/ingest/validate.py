@@ -105,11 +105,15 @@ def arrow_compatible(expected: str, actual: pa.DataType) -> bool:
     return t.is_null(actual) or checks[expected]()
 
 
-def parse_parquet(df: DataFrame, kind: str, file_schema: pa.Schema) -> DataFrame:
+def parse_parquet(df: DataFrame, kind: str, file_schema: pa.Schema, semantic: Column | None = None) -> DataFrame:
     """Conform Parquet files that share ``file_schema`` to ``kind``; keep a JSON rendering for quarantine.
 
     An absent required column is ``missing_field``; a column of an incompatible type is
-    ``wrong_type`` for every row that has a value there (its value is not cast).
+    ``wrong_type`` for every row that has a value there (its value is not cast). ``semantic``:
+    the checks of the typed row that follow the file's own (:func:`semantic_reason`), so that
+    the row's final reason is known here and only a quarantined row is rendered as JSON: the
+    rendering of every row (``to_json`` of the file's whole row) took more CPU than reading
+    the files (docs/decisions.md).
     """
     from pyspark.sql import functions as F
 
@@ -132,11 +136,19 @@ def parse_parquet(df: DataFrame, kind: str, file_schema: pa.Schema) -> DataFrame
             if not f.nullable:
                 reasons.append(F.lit(f"missing_field:{f.name}"))
     payload = [c for c in df.columns if c != "source_file"]
-    return df.select(
-        F.to_json(F.struct(*payload)).alias("raw_text"),
+    conformed = df.select(
+        F.struct(*payload).alias("_payload"),
         "source_file",
         *typed,
         F.coalesce(*reasons, F.lit(None).cast("string")).alias("reason"),
+    )
+    if semantic is not None:
+        conformed = conformed.withColumn("reason", F.coalesce("reason", semantic))
+    return conformed.select(
+        F.when(F.col("reason").isNotNull(), F.to_json("_payload")).alias("raw_text"),
+        "source_file",
+        *[f.name for f in telemetry.fields(kind)],
+        "reason",
     )
 
 

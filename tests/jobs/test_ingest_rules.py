@@ -236,6 +236,23 @@ def test_parquet_conformance_reasons(ingest_spark):
     assert sorted((r.event_id, r.reason) for r in got.collect()) == [("a", None), ("b", None), ("c", "missing_field:ttfb_ms")]
 
 
+def test_parquet_rows_are_rendered_as_json_only_when_they_end_in_quarantine(ingest_spark):
+    """A file's reason and a semantic one both quarantine the row with its JSON text; a loaded
+    row carries none (rendering every row cost more than reading the files)."""
+    from jobs.ingest.validate import parse_parquet, parsed_struct, semantic_reason
+
+    rows = _typed(ingest_spark, [{"event_id": "ok"}, {"event_id": "v2", "schema_version": 2},
+                                 {"event_id": "gap", "ttfb_ms": None}]).drop("raw_text", "reason")
+    parsed = parse_parquet(rows, HTTP, telemetry.arrow_schema(HTTP), semantic_reason(HTTP, D, 3, 10))
+    got = {r.event_id: r for r in parsed.collect()}
+    assert (got["ok"].reason, got["ok"].raw_text) == (None, None)
+    assert got["v2"].reason == "unsupported_schema_version"
+    assert json.loads(got["v2"].raw_text)["schema_version"] == 2
+    assert got["gap"].reason == "missing_field:ttfb_ms"
+    assert json.loads(got["gap"].raw_text)["event_id"] == "gap"
+    assert parsed.columns == parsed_struct(HTTP).fieldNames()  # the JSON-lines parse's columns
+
+
 def _classify(spark, rows: list[dict], earlier: list[str] = ()):
     from jobs.ingest import dedup
 
