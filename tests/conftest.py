@@ -40,42 +40,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.spark)
         if names & SERVICE_FIXTURES:
             item.add_marker(pytest.mark.e2e)
-        item.add_marker(pytest.mark.xdist_group(worker_group(item, names)))
-    heaviest_groups_first(items)
-
-
-#: Session fixtures that cost minutes to build (a simulated, ingested and dbt-built lake): every
-#: test that uses one runs on the same worker, so that ``make test``'s two workers
-#: (``--dist loadgroup``) build each once. The first one a test uses names its group.
-SHARED_LAKES = ("pipeline_lake", "small_lake", "full_lake")
-
-
-def worker_group(item: pytest.Item, names: set[str]) -> str:
-    """The ``xdist_group`` of a test: the shared lake it reads, else its module (module-scoped
-    fixtures — a cluster, a PostgreSQL server — are then started once, as in a serial run)."""
-    lake = next((name for name in SHARED_LAKES if name in names), None)
-    return lake or item.nodeid.split("::", 1)[0]
-
-
-def heaviest_groups_first(items: list[pytest.Item]) -> None:
-    """Order the groups by their costliest kind of test — a shared lake, then a service or a
-    slow study, then Spark, then the rest — keeping the collection order within each kind and
-    each group. xdist hands out groups in this order (``--no-loadscope-reorder``), so the minutes-
-    long groups start at once and the fast ones fill in behind them (longest first)."""
-
-    def kind(item: pytest.Item) -> int:
-        names = set(item.fixturenames)
-        if names & set(SHARED_LAKES):
-            return 0
-        if item.get_closest_marker("e2e") or item.get_closest_marker("slow"):
-            return 1
-        return 2 if item.get_closest_marker("spark") else 3
-
-    group_kind: dict[str, int] = {}
-    for item in items:
-        group = item.get_closest_marker("xdist_group").args[0]
-        group_kind[group] = min(group_kind.get(group, 3), kind(item))
-    items.sort(key=lambda item: group_kind[item.get_closest_marker("xdist_group").args[0]])
 
 
 def pytest_configure(config: pytest.Config) -> None:
