@@ -94,9 +94,13 @@ def class_archive(settings: Settings) -> Path:
     """
     import pyspark
 
-    jars = [str(p) for p in cached_jars(settings.jar_cache, SPARK_JARS)]
-    # the JVM's class path is PySpark's jars folder (per environment) + these jars: both must match
-    identity = "\0".join([_java_identity(), pyspark.__version__, str(Path(pyspark.__file__).parent), *jars])
+    # The JVM's class path is PySpark's jars folder (per environment) + the cached jars, and the
+    # JVM maps the archive only if every jar on it has the size and mtime it had at the dump: an
+    # environment re-created at the same path (a fresh clone in the same folder) has new jars.
+    jars = sorted((Path(pyspark.__file__).parent / "jars").glob("*.jar"))
+    jars += cached_jars(settings.jar_cache, SPARK_JARS)
+    stamps = [f"{jar}@{jar.stat().st_size}@{jar.stat().st_mtime_ns}" for jar in jars]
+    identity = "\0".join([_java_identity(), pyspark.__version__, *stamps])
     return settings.jar_cache / f"spark-classes-{hashlib.sha256(identity.encode()).hexdigest()[:16]}.jsa"
 
 

@@ -3,6 +3,7 @@ used when it exists, ignored silently when it cannot be used, and mapped by the 
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -49,6 +50,18 @@ def test_another_java_or_jar_set_names_another_archive(settings, tmp_path, monke
     fake_java.parent.mkdir(parents=True)
     fake_java.write_text("")
     monkeypatch.setenv("JAVA_HOME", str(tmp_path / "jdk"))
+    assert class_archive(settings) != first
+
+
+def test_a_jar_rewritten_at_the_same_path_names_another_archive(settings):
+    """The JVM does not map an archive whose class path jars changed size or mtime (a fresh clone
+    re-created in the same folder reinstalls PySpark's jars): such a jar names a new archive."""
+    first = class_archive(settings)
+    jar = cached_jars(settings.jar_cache, SPARK_JARS)[0]
+    content = jar.read_bytes()
+    jar.unlink()  # the test's cache holds links to the real jars: the real one is not touched
+    jar.write_bytes(content)
+    os.utime(jar, ns=(1_000_000_000, 1_000_000_000))
     assert class_archive(settings) != first
 
 
