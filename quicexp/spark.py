@@ -145,7 +145,7 @@ def spark_conf(settings: Settings, app_name: str = "quicexp", *, dump_classes_to
         # large aggregations are high-cardinality (per client, bin and arm): the first level
         # fills at once and every row pays for the probe. Off, on a 10 M-event day, the two
         # quantile models took 134 and 131 s in the dbt build instead of 152 and 146 s
-        # (docs/decisions.md). The ingest job turns it back on for its own run.
+        # (docs/decisions.md); the ingest's time did not move beyond its run-to-run spread.
         "spark.sql.codegen.aggregate.map.twolevel.enabled": "false",
         # Every table of the lake is partitioned by a date and read by date ranges, and no file
         # is sorted by any other column, so per-column min/max statistics skip nothing; collecting

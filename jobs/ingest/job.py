@@ -67,13 +67,8 @@ WRITE_THREADS = 3
 # Spark's in-memory columnar compression: without it the dedup stage was faster, but the cache
 # took the typed rows' full size and the 10 M-event Parquet day ran out of the default 4 GB heap
 # in its bronze writes (docs/decisions.md).
-#
-# The session turns hash aggregation's small first-level map off for the dbt models'
-# high-cardinality aggregations (quicexp/spark.py); the ingest was slower without it on the
-# 10 M-event Parquet day (223.6 s against 215.8 s alone), so the job keeps it on.
 SCOPED_CONF = {
     "spark.sql.constraintPropagation.enabled": "false",
-    "spark.sql.codegen.aggregate.map.twolevel.enabled": "true",
 }
 
 
