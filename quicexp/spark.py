@@ -99,7 +99,7 @@ def class_archive(settings: Settings) -> Path:
     # environment re-created at the same path (a fresh clone in the same folder) has new jars.
     jars = sorted((Path(pyspark.__file__).parent / "jars").glob("*.jar"))
     jars += cached_jars(settings.jar_cache, SPARK_JARS)
-    stamps = [f"{jar}@{jar.stat().st_size}@{jar.stat().st_mtime_ns}" for jar in jars]
+    stamps = [f"{jar}@{st.st_size}@{st.st_mtime_ns}" for jar, st in ((jar, jar.stat()) for jar in jars)]
     identity = "\0".join([_java_identity(), pyspark.__version__, *stamps])
     return settings.jar_cache / f"spark-classes-{hashlib.sha256(identity.encode()).hexdigest()[:16]}.jsa"
 
