@@ -76,6 +76,11 @@ class SparkSettings(_Section):
     #: a file holding the shared secret of Spark's RPC authentication (``spark.authenticate``);
     #: set on a cluster (docker-compose.yml gives it as a secret file). Read when the conf is built.
     auth_secret_file: Path | None = None
+    #: The driver JVM's JIT compilers. ``quick``: C1 only; ``tiered``: the JVM's default (C1, then
+    #: C2 for hot code); ``auto``: ``quick`` when the command's input is known and at most
+    #: ``jit_quick_max_bytes``, else ``tiered`` (quicexp.spark.jit_options, docs/decisions.md).
+    jit: Literal["auto", "quick", "tiered"] = "auto"
+    jit_quick_max_bytes: int = Field(default=16 * 2**20, ge=0)
 
 
 class CatalogSettings(_Section):

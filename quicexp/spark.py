@@ -35,6 +35,28 @@ LOG4J_CONFIG = Path(__file__).with_name("log4j2.properties")
 CDS_LOG_OFF = "-Xlog:cds*=off"
 
 
+#: The JIT of a JVM with little data (C1 only). A cold JVM running a step of a small day on two
+#: cores spends a third to half of its CPU in C2 compiling the Catalyst, Janino and generated
+#: code it runs for seconds; C1 alone takes a fifth to a third off such a step, and a quarter
+#: more time off an ingest of 86 MB (docs/decisions.md). C1 alone reserves a 48 MB code cache by
+#: default, which a dbt build fills ("CodeCache is full", compilation off); tiered mode reserves
+#: 240 MB, this reserves more (address space, committed only as code is compiled).
+QUICK_JIT = ("-XX:TieredStopAtLevel=1", "-XX:ReservedCodeCacheSize=512m")
+
+
+def jit_options(settings: Settings, input_bytes: int | None) -> list[str]:
+    """The driver JVM's JIT flags for a command whose input is ``input_bytes`` (None: unknown).
+
+    ``spark.jit``: ``quick`` (C1 only), ``tiered`` (the JVM's default, no flags) or ``auto``:
+    quick when the input is known and at most ``spark.jit_quick_max_bytes``.
+    """
+    mode = settings.spark.jit
+    if mode == "auto":
+        small = input_bytes is not None and input_bytes <= settings.spark.jit_quick_max_bytes
+        mode = "quick" if small else "tiered"
+    return list(QUICK_JIT) if mode == "quick" else []
+
+
 def is_cluster(settings: Settings) -> bool:
     """True when Spark runs executors outside this process (any master but ``local[...]``)."""
     return not settings.spark.master.startswith("local")
@@ -104,11 +126,19 @@ def class_archive(settings: Settings) -> Path:
     return settings.jar_cache / f"spark-classes-{hashlib.sha256(identity.encode()).hexdigest()[:16]}.jsa"
 
 
-def spark_conf(settings: Settings, app_name: str = "quicexp", *, dump_classes_to: Path | None = None) -> dict[str, str]:
+def spark_conf(
+    settings: Settings,
+    app_name: str = "quicexp",
+    *,
+    dump_classes_to: Path | None = None,
+    input_bytes: int | None = None,
+) -> dict[str, str]:
     """The full Spark configuration for ``settings`` (no side effects).
 
     ``dump_classes_to``: the driver JVM writes the classes it loaded to this archive when it exits
     (the run that makes :func:`class_archive`); otherwise the driver uses that archive if it exists.
+    ``input_bytes``: the size of what the session will read, when the caller knows it (None:
+    unknown); it chooses the driver's JIT (:func:`jit_options`).
     """
     jars = [str(p) for p in cached_jars(settings.jar_cache, SPARK_JARS)]
     catalog = settings.catalog
@@ -189,6 +219,7 @@ def spark_conf(settings: Settings, app_name: str = "quicexp", *, dump_classes_to
         java_options += [f"-XX:ArchiveClassesAtExit={dump_classes_to}", CDS_LOG_OFF]
     elif (archive := class_archive(settings)).is_file():
         java_options += [f"-XX:SharedArchiveFile={archive}", CDS_LOG_OFF]
+    java_options += jit_options(settings, input_bytes)
     conf["spark.driver.extraJavaOptions"] = " ".join(java_options)
     if not is_cluster(settings):
         # Delta rebuilds a table's state with 50 tasks by default; on one machine 2 suffice.
@@ -251,9 +282,15 @@ def _secrets_file(conf: dict[str, str], settings: Settings) -> Path | None:
     return write_properties(settings.state_dir / "run" / f"spark-secrets-{os.getpid()}.properties", hidden)
 
 
-def build_spark(settings: Settings, app_name: str = "quicexp", *, dump_classes_to: Path | None = None) -> SparkSession:
+def build_spark(
+    settings: Settings,
+    app_name: str = "quicexp",
+    *,
+    dump_classes_to: Path | None = None,
+    input_bytes: int | None = None,
+) -> SparkSession:
     """Return the process's Spark session, creating it with the project's configuration
-    (``dump_classes_to``: see :func:`spark_conf`)."""
+    (``dump_classes_to``, ``input_bytes``: see :func:`spark_conf`)."""
     from pyspark.sql import SparkSession
 
     from quicexp.catalog import ensure_catalog, refuse_jvm
@@ -263,7 +300,7 @@ def build_spark(settings: Settings, app_name: str = "quicexp", *, dump_classes_t
     # PySpark starts its Python workers with $PYSPARK_PYTHON (default: `python3` on PATH, which
     # may lack pyarrow); use this interpreter unless the caller chose another.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    conf = spark_conf(settings, app_name, dump_classes_to=dump_classes_to)
+    conf = spark_conf(settings, app_name, dump_classes_to=dump_classes_to, input_bytes=input_bytes)
     if is_cluster(settings) and "spark.submit.pyFiles" not in conf:
         # Cluster executors do not share this interpreter: ship the project with the app.
         conf["spark.submit.pyFiles"] = str(project_archive(settings.home / "dist"))

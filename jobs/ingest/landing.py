@@ -53,6 +53,24 @@ def day_dir(landing_root: Path, day: date) -> Path:
     return landing_root / f"upload_date={day.isoformat()}"
 
 
+def day_bytes(landing_root: Path | None, day: date) -> int | None:
+    """The bytes of every file uploaded on ``day`` (telemetry, qlog, markers); None when the
+    landing zone or the day's folder is absent or cannot be listed."""
+    if landing_root is None:
+        return None
+    total = 0
+    try:
+        for directory, _, names in os.walk(day_dir(landing_root, day), onerror=_raise):
+            total += sum(os.stat(os.path.join(directory, n)).st_size for n in names)
+    except OSError:  # no such folder, or a file that cannot be stat'ed: size unknown
+        return None
+    return total
+
+
+def _raise(error: OSError) -> None:
+    raise error
+
+
 def _check_readable(path: Path) -> str | None:
     """Why ``path`` cannot be read as its suffix says (None when it opens and starts right)."""
     try:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import sys
 import time
+from datetime import timedelta
 from pathlib import Path
 from typing import Annotated
 
@@ -46,11 +47,18 @@ def _settings() -> Settings:
     return settings
 
 
-def _spark(settings: Settings, app_name: str):
+#: What `results` and `report` read: the sufficient-statistics mart and the results, whose size
+#: follows the registry (experiments x metrics x segments x days), not the events; a small input
+#: for the JIT at any event volume (quicexp.spark.jit_options).
+MART_INPUT_BYTES = 0
+
+
+def _spark(settings: Settings, app_name: str, input_bytes: int | None = None):
+    """The command's session; ``input_bytes``: what it will read, when known (sets the JIT)."""
     from quicexp.spark import build_spark
 
     started = time.monotonic()
-    spark = build_spark(settings, app_name)
+    spark = build_spark(settings, app_name, input_bytes=input_bytes)
     log.info("spark session up in %.1fs (master %s)", time.monotonic() - started, settings.spark.master)
     return spark
 
@@ -107,12 +115,13 @@ def ingest(
 ) -> None:
     """Load one upload day from the landing zone into bronze Delta tables."""
     import jobs.ingest
-    from jobs.ingest.landing import find_batches
+    from jobs.ingest.landing import day_bytes, find_batches
     from quicexp import telemetry
 
     settings, d = _settings(), parse_day(day)
     find_batches(settings.landing_root, d, telemetry.EVENT_KINDS)  # landing errors before a JVM starts
-    summary = jobs.ingest.run(_spark(settings, "quicexp-ingest"), settings, d, strict=strict)
+    spark = _spark(settings, "quicexp-ingest", day_bytes(settings.landing_root, d))
+    summary = jobs.ingest.run(spark, settings, d, strict=strict)
     typer.echo(
         f"ingest {d}: read {summary.total('rows_read')}, loaded {summary.total('rows_loaded')}, "
         f"quarantined {summary.total('rows_quarantined')}, duplicate {summary.total('rows_duplicate')}"
@@ -129,10 +138,12 @@ def dbt(
 ) -> None:
     """Run dbt in the pipeline's Spark session (publishes the registry first)."""
     import jobs.registry
+    from jobs.ingest.landing import day_bytes
     from quicexp.app.dbt import run_dbt
 
     settings, d = _settings(), parse_day(day)
-    spark = _spark(settings, "quicexp-dbt")
+    # the day's uploads stand for the day's data; a full refresh reads every day (size unknown)
+    spark = _spark(settings, "quicexp-dbt", None if full_refresh else day_bytes(settings.landing_root, d))
     jobs.registry.run(spark, settings, d)
     extra = (
         (["--select", select] if select else [])
@@ -148,7 +159,7 @@ def results(day: DayOption) -> None:
     import jobs.experiment_results
 
     settings, d = _settings(), parse_day(day)
-    n = jobs.experiment_results.run(_spark(settings, "quicexp-results"), settings, d)
+    n = jobs.experiment_results.run(_spark(settings, "quicexp-results", MART_INPUT_BYTES), settings, d)
     typer.echo(f"results {d}: {n} comparisons")
 
 
@@ -169,7 +180,7 @@ def report(
 
     settings, d = _settings(), parse_day(day)
     wanted = list(dict.fromkeys(experiments))  # each once, in the order given
-    spark = _spark(settings, "quicexp-report")
+    spark = _spark(settings, "quicexp-report", MART_INPUT_BYTES)
     failed: list[str] = []
     for experiment in wanted:
         try:
@@ -194,6 +205,7 @@ def run_day(
     ] = None,
 ) -> None:
     """Registry → ingest → dbt build → results → reports for one day, in one Spark session."""
+    from jobs.ingest.landing import day_bytes
     from quicexp.app.daily import check_steps
     from quicexp.app.daily import run_day as pipeline_run_day
 
@@ -202,7 +214,8 @@ def run_day(
     settings, d = _settings(), parse_day(day)
     CONSOLE_FILTER.progress = ("quicexp.app",)  # one line per stage; the jobs' detail in the log
     typer.echo(f"logs: {settings.home / 'logs'} (quicexp.log, spark.log, dbt.log)")
-    outcome = pipeline_run_day(_spark(settings, "quicexp-daily"), settings, d, skip=skip)
+    spark = _spark(settings, "quicexp-daily", day_bytes(settings.landing_root, d))
+    outcome = pipeline_run_day(spark, settings, d, skip=skip)
     for path in outcome.reports:
         typer.echo(f"report: {path}")
 
@@ -267,6 +280,7 @@ def demo(
     clients: Annotated[int, typer.Option(min=100, max=10_000_000, help="Simulated clients.")] = 4000,
 ) -> None:
     """Simulate the FHOL experiment and run the whole pipeline on it, day by day."""
+    from jobs.ingest.landing import day_bytes
     from quicexp.app.demo import EXPERIMENT, print_outcome, run_demo, simulate
     from quicexp.registry import load_registry
 
@@ -277,7 +291,9 @@ def demo(
     # Simulate before the JVM starts: the simulator's worker processes must not inherit
     # the Py4J gateway's socket.
     first = simulate(settings, days, clients)
-    outcome = run_demo(_spark(settings, "quicexp-demo"), settings, first, days)
+    sizes = [day_bytes(settings.landing_root, first + timedelta(days=i)) for i in range(days)]
+    spark = _spark(settings, "quicexp-demo", None if None in sizes else sum(sizes))  # one session, every day
+    outcome = run_demo(spark, settings, first, days)
     print_outcome(outcome, settings)
 
 

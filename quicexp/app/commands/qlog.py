@@ -16,8 +16,9 @@ def qlog_command(
     from quicexp.spark import build_spark
 
     settings, d = load_settings(), parse_day(day)
-    jobs.qlog.job.qlog_files(settings, d)  # landing errors before a JVM starts
-    summary = jobs.qlog.job.run(build_spark(settings, "quicexp-qlog"), settings, d)
+    traces, sidecars = jobs.qlog.job.qlog_files(settings, d)  # landing errors before a JVM starts
+    size = sum(path.stat().st_size for path in [*traces, *sidecars])  # sets the JVM's JIT
+    summary = jobs.qlog.job.run(build_spark(settings, "quicexp-qlog", input_bytes=size), settings, d)
     c = summary.counts
     typer.echo(
         f"qlog {d}: {summary.files} files, {c['rows_read']} rows read (traces and sidecar lines), loaded {c['rows_loaded']}, "
