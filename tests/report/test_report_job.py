@@ -85,7 +85,10 @@ def test_cli_writes_every_report_it_can_and_names_the_ones_it_cannot(
     import quicexp.app.cli
 
     monkeypatch.setattr(quicexp.app.cli, "_settings", lambda: lake_with_results)
-    monkeypatch.setattr(quicexp.app.cli, "_spark", lambda settings, app_name: spark)
+    inputs = []  # what the command tells the session it reads (it chooses the JVM's JIT)
+    monkeypatch.setattr(
+        quicexp.app.cli, "_spark", lambda settings, app_name, input_bytes=None: inputs.append(input_bytes) or spark
+    )
     html = lake_with_results.reports_dir / "fhol_test" / "2026-06-17.html"
     html.unlink(missing_ok=True)
 
@@ -95,6 +98,7 @@ def test_cli_writes_every_report_it_can_and_names_the_ones_it_cannot(
 
     out, err = capsys.readouterr()
     assert code == PartialFailure.exit_code
+    assert inputs == [quicexp.app.cli.MART_INPUT_BYTES]  # one session; the marts are a small input
     assert html.exists() and f"report: {html}" in out
     lines = [line for line in err.splitlines() if line.startswith("quicexp:")]
     assert len(lines) == 1
