@@ -37,8 +37,8 @@ CDS_LOG_OFF = "-Xlog:cds*=off"
 
 #: The JIT of a JVM with little data (C1 only). A cold JVM running a step of a small day on two
 #: cores spends a third to half of its CPU in C2 compiling the Catalyst, Janino and generated
-#: code it runs for seconds; C1 alone takes a fifth to a third off such a step, and a quarter
-#: more time off an ingest of 86 MB (docs/decisions.md). C1 alone reserves a 48 MB code cache by
+#: code it runs for seconds; C1 alone takes a seventh to a third off such a step, but makes an
+#: ingest of 86 MB a quarter slower (docs/decisions.md). C1 alone reserves a 48 MB code cache by
 #: default, which a dbt build fills ("CodeCache is full", compilation off); tiered mode reserves
 #: 240 MB, this reserves more (address space, committed only as code is compiled).
 QUICK_JIT = ("-XX:TieredStopAtLevel=1", "-XX:ReservedCodeCacheSize=512m")

@@ -55,20 +55,14 @@ def day_dir(landing_root: Path, day: date) -> Path:
 
 def day_bytes(landing_root: Path | None, day: date) -> int | None:
     """The bytes of every file uploaded on ``day`` (telemetry, qlog, markers); None when the
-    landing zone or the day's folder is absent or cannot be listed."""
-    if landing_root is None:
+    landing zone or the day's folder is absent, or a file cannot be stat'ed."""
+    folder = None if landing_root is None else day_dir(landing_root, day)
+    if folder is None or not folder.is_dir():
         return None
-    total = 0
     try:
-        for directory, _, names in os.walk(day_dir(landing_root, day), onerror=_raise):
-            total += sum(os.stat(os.path.join(directory, n)).st_size for n in names)
-    except OSError:  # no such folder, or a file that cannot be stat'ed: size unknown
+        return sum(path.stat().st_size for path in folder.rglob("*") if path.is_file())
+    except OSError:
         return None
-    return total
-
-
-def _raise(error: OSError) -> None:
-    raise error
 
 
 def _check_readable(path: Path) -> str | None:
