@@ -12,10 +12,13 @@ import shlex
 import shutil
 import sys
 import zipfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from quicexp.config import REPO_ROOT, ConfigError, Settings
+from quicexp.errors import ServiceUnavailable
 from quicexp.jars import cached_jars
 
 if TYPE_CHECKING:
@@ -282,6 +285,35 @@ def _secrets_file(conf: dict[str, str], settings: Settings) -> Path | None:
     return write_properties(settings.state_dir / "run" / f"spark-secrets-{os.getpid()}.properties", hidden)
 
 
+#: The driver JVM's own output (the JVM's and the launcher's warnings, a crash report): what does
+#: not go through log4j. Under <home>/logs beside spark.log.
+JVM_CONSOLE_LOG = "spark-console.log"
+
+
+@contextmanager
+def _output_to(path: Path) -> Iterator[None]:
+    """This process's stdout and stderr (file descriptors 1 and 2) appended to ``path`` for the
+    duration, so that a child started meanwhile (the driver JVM) writes there for its whole life.
+    The JVM prints a warning for the vector module Spark adds, and spark-submit's shell mode a
+    note on log levels, on its inherited stderr; the console is for progress and errors."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = (os.dup(1), os.dup(2))
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    try:
+        os.dup2(fd, 1)
+        os.dup2(fd, 2)
+        yield
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        for descriptor in (fd, *saved):
+            os.close(descriptor)
+
+
 def build_spark(
     settings: Settings,
     app_name: str = "quicexp",
@@ -313,8 +345,14 @@ def build_spark(
     saved_args = os.environ.get("PYSPARK_SUBMIT_ARGS")
     if secrets is not None:
         os.environ["PYSPARK_SUBMIT_ARGS"] = f"--properties-file {shlex.quote(str(secrets))} {saved_args or 'pyspark-shell'}"
+    console = settings.home / "logs" / JVM_CONSOLE_LOG
     try:
-        spark = builder.enableHiveSupport().getOrCreate()
+        with _output_to(console):
+            spark = builder.enableHiveSupport().getOrCreate()
+    except Exception as exc:
+        if getattr(exc, "getCondition", lambda: None)() == "JAVA_GATEWAY_EXITED":
+            raise ServiceUnavailable(f"the Spark driver JVM exited as it started (its output: {console})") from None
+        raise
     finally:
         if secrets is not None:
             secrets.unlink(missing_ok=True)  # read by spark-submit at JVM start; not needed after

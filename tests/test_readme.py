@@ -21,6 +21,9 @@ pytestmark = pytest.mark.e2e
 
 #: the suite itself (CI runs it); anything else in a shell block must run
 NOT_RUN = {"make test"}
+#: what a Spark JVM prints when its output reaches the console: a log4j line, the JVM's warning for
+#: the vector module, spark-submit's note on log levels (they belong in <home>/logs)
+JVM_OUTPUT = re.compile(r"^\d\d/\d\d/\d\d \d\d:\d\d:\d\d [A-Z]+ |Using incubator modules|setLogLevel")
 SMALL = {"--days": "1", "--clients": "300", "DAYS": "1", "CLIENTS": "300"}
 
 
@@ -86,6 +89,8 @@ def test_every_readme_command_runs_as_written(spark, lake, tmp_path):
             stdin=subprocess.DEVNULL,
         )  # fmt: skip
         assert done.returncode == 0, f"{command!r} failed:\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}"
+        jvm_lines = [line for line in (done.stdout + done.stderr).splitlines() if JVM_OUTPUT.search(line)]
+        assert not jvm_lines, f"{command!r} printed the JVM's output on the console: {jvm_lines[:3]}"
         if argv[:3] == ["make", "-C", str(REPO_ROOT)] and "demo" in argv:
             lines = (done.stdout + done.stderr).splitlines()
             assert len(lines) < 60, f"make demo printed {len(lines)} lines:\n" + "\n".join(lines)
