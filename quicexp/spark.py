@@ -141,7 +141,7 @@ def spark_conf(
     ``dump_classes_to``: the driver JVM writes the classes it loaded to this archive when it exits
     (the run that makes :func:`class_archive`); otherwise the driver uses that archive if it exists.
     ``input_bytes``: the size of what the session will read, when the caller knows it (None:
-    unknown); it chooses the driver's JIT (:func:`jit_options`).
+    unknown); it chooses the JIT of the driver and of a cluster's executors (:func:`jit_options`).
     """
     jars = [str(p) for p in cached_jars(settings.jar_cache, SPARK_JARS)]
     catalog = settings.catalog
@@ -222,8 +222,11 @@ def spark_conf(
         java_options += [f"-XX:ArchiveClassesAtExit={dump_classes_to}", CDS_LOG_OFF]
     elif (archive := class_archive(settings)).is_file():
         java_options += [f"-XX:SharedArchiveFile={archive}", CDS_LOG_OFF]
-    java_options += jit_options(settings, input_bytes)
-    conf["spark.driver.extraJavaOptions"] = " ".join(java_options)
+    jit = jit_options(settings, input_bytes)
+    conf["spark.driver.extraJavaOptions"] = " ".join(java_options + jit)
+    if jit and is_cluster(settings):
+        # A small input is small for the executors too: each is a cold JVM compiling the same code.
+        conf["spark.executor.extraJavaOptions"] = " ".join(jit)
     if not is_cluster(settings):
         # Delta rebuilds a table's state with 50 tasks by default; on one machine 2 suffice.
         conf["spark.databricks.delta.snapshotPartitions"] = "2"

@@ -65,3 +65,10 @@ def test_day_bytes_counts_every_file_of_the_day(tmp_path):
     assert day_bytes(tmp_path, date(2026, 6, 16)) == 0  # an empty day is known and small
     assert day_bytes(tmp_path, date(2026, 6, 17)) is None  # no folder: unknown
     assert day_bytes(None, day) is None
+
+
+def test_a_clusters_executors_follow_the_drivers_jit(tmp_path):
+    cluster = load_settings(home=tmp_path, spark={"master": "spark://127.0.0.1:7077"})
+    assert spark_conf(cluster, input_bytes=1000)["spark.executor.extraJavaOptions"].split() == list(QUICK_JIT)
+    assert "spark.executor.extraJavaOptions" not in spark_conf(cluster)  # unknown input: the JVM's default
+    assert "spark.executor.extraJavaOptions" not in spark_conf(load_settings(home=tmp_path), input_bytes=1000)
