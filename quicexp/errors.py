@@ -12,6 +12,7 @@ prints ``quicexp: <kind>: <message>`` on stderr. README.md documents the table.
 | ``data-quality`` | 4 | a data test failed: the day's numbers are not to be trusted |
 | ``unavailable`` | 5 | a service, a tool or a download is not there or did not start in time |
 | ``partial`` | 6 | some of the requested outputs were written, the others failed (named) |
+| ``resources`` | 7 | Spark ran out of memory for the work given: raise its settings, then run again |
 
 Anything else is a bug: exit 1 with the error's type and first line (the traceback goes to the
 log file, never to the console).
@@ -64,8 +65,15 @@ class PartialFailure(QuicexpError):
     exit_code = 6
 
 
+class ResourceExhausted(QuicexpError):
+    """Spark ran out of memory for the work it was given (the settings, not the data, must change)."""
+
+    kind = "resources"
+    exit_code = 7
+
+
 #: kind -> exit code, the table README.md shows (1 is reserved for unexpected errors: bugs).
 EXIT_CODES: dict[str, int] = {
     cls.kind: cls.exit_code
-    for cls in (ConfigError, InputDataError, DataQualityError, ServiceUnavailable, PartialFailure)
+    for cls in (ConfigError, InputDataError, DataQualityError, ServiceUnavailable, PartialFailure, ResourceExhausted)
 }

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shlex
 import shutil
 import sys
@@ -45,6 +46,15 @@ CDS_LOG_OFF = "-Xlog:cds*=off"
 #: default, which a dbt build fills ("CodeCache is full", compilation off); tiered mode reserves
 #: 240 MB, this reserves more (address space, committed only as code is compiled).
 QUICK_JIT = ("-XX:TieredStopAtLevel=1", "-XX:ReservedCodeCacheSize=512m")
+
+
+#: JDK 17's G1 throws OutOfMemoryError when an allocation that needs a collection is retried
+#: twice while another thread holds a JNI critical region (JDK-8192647, fixed by region pinning
+#: in JDK 22): the Parquet and compression codecs enter such regions constantly, so a task can fail
+#: with the heap far from full ("Retried waiting for GCLocker too often allocating", seen on a
+#: 50 M-event ingest with the default 4 GB). More retries make the allocation wait for the
+#: collection instead (docs/decisions.md).
+GC_LOCKER_RETRIES = ("-XX:+UnlockDiagnosticVMOptions", "-XX:GCLockerRetryAllocationCount=100")
 
 
 def jit_options(settings: Settings, input_bytes: int | None) -> list[str]:
@@ -217,16 +227,17 @@ def spark_conf(
         conf["spark.authenticate.secret"] = _read_secret(settings.spark.auth_secret_file)
     # JVM logs (Spark, Hive, DataNucleus, Delta) go to <home>/logs/spark.log, not the console.
     # (log4j creates the folder; a home whose path holds a space would split the option.)
-    java_options = [f"-Dlog4j2.configurationFile={LOG4J_CONFIG.as_uri()}", f"-Dquicexp.log.dir={settings.home / 'logs'}"]
+    java_options = [f"-Dlog4j2.configurationFile={LOG4J_CONFIG.as_uri()}", f"-Dquicexp.log.dir={settings.home / 'logs'}",
+                    *GC_LOCKER_RETRIES]
     if dump_classes_to is not None:
         java_options += [f"-XX:ArchiveClassesAtExit={dump_classes_to}", CDS_LOG_OFF]
     elif (archive := class_archive(settings)).is_file():
         java_options += [f"-XX:SharedArchiveFile={archive}", CDS_LOG_OFF]
     jit = jit_options(settings, input_bytes)
     conf["spark.driver.extraJavaOptions"] = " ".join(java_options + jit)
-    if jit and is_cluster(settings):
+    if is_cluster(settings):
         # A small input is small for the executors too: each is a cold JVM compiling the same code.
-        conf["spark.executor.extraJavaOptions"] = " ".join(jit)
+        conf["spark.executor.extraJavaOptions"] = " ".join([*GC_LOCKER_RETRIES, *jit])
     if not is_cluster(settings):
         # Delta rebuilds a table's state with 50 tasks by default; on one machine 2 suffice.
         conf["spark.databricks.delta.snapshotPartitions"] = "2"
@@ -288,9 +299,35 @@ def _secrets_file(conf: dict[str, str], settings: Settings) -> Path | None:
     return write_properties(settings.state_dir / "run" / f"spark-secrets-{os.getpid()}.properties", hidden)
 
 
+#: The JVM's log4j file (Spark, Hive, DataNucleus, Delta) under <home>/logs (log4j2.properties).
+SPARK_LOG = "spark.log"
 #: The driver JVM's own output (the JVM's and the launcher's warnings, a crash report): what does
 #: not go through log4j. Under <home>/logs beside spark.log.
 JVM_CONSOLE_LOG = "spark-console.log"
+#: This process's JVM log files and their sizes when its session started (see out_of_memory).
+_LOG_MARKS: dict[Path, int] = {}
+_OUT_OF_MEMORY = re.compile(r"java\.lang\.OutOfMemoryError[^\r\n]*")
+
+
+def out_of_memory() -> tuple[str, Path] | None:
+    """The first ``java.lang.OutOfMemoryError`` this process's Spark session logged, and the log.
+
+    A task that runs out of heap in local mode stops the Spark context, and the job then fails
+    with whatever its next call meets (a NullPointerException, "SparkContext was shut down"); a
+    cluster's executor that runs out is lost, and the job fails with "executor lost". The logs
+    say what happened: the lines the JVM wrote to spark.log and spark-console.log since the
+    session was built are searched (None when there was no session, or no such line).
+    """
+    for path, start in _LOG_MARKS.items():
+        try:
+            with open(path, "rb") as fh:
+                fh.seek(start)
+                for raw in fh:
+                    if b"OutOfMemoryError" in raw and (found := _OUT_OF_MEMORY.search(raw.decode(errors="replace"))):
+                        return found.group(0).strip(), path
+        except OSError:
+            continue
+    return None
 
 
 @contextmanager
@@ -349,6 +386,8 @@ def build_spark(
     if secrets is not None:
         os.environ["PYSPARK_SUBMIT_ARGS"] = f"--properties-file {shlex.quote(str(secrets))} {saved_args or 'pyspark-shell'}"
     console = settings.home / "logs" / JVM_CONSOLE_LOG
+    for log in (settings.home / "logs" / SPARK_LOG, console):
+        _LOG_MARKS[log] = log.stat().st_size if log.exists() else 0
     try:
         with _output_to(console):
             spark = builder.enableHiveSupport().getOrCreate()

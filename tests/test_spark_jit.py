@@ -1,4 +1,5 @@
-"""The driver JVM's JIT follows the command's input: C1 alone for a small day, tiered otherwise."""
+"""The driver JVM's JIT follows the command's input: C1 alone for a small day, tiered otherwise; every
+JVM retries allocations the GC locker holds up."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import pytest
 
 from jobs.ingest.landing import day_bytes
 from quicexp.config import ConfigError, load_settings
-from quicexp.spark import QUICK_JIT, jit_options, spark_conf
+from quicexp.spark import GC_LOCKER_RETRIES, QUICK_JIT, jit_options, spark_conf
 
 LIMIT = 16 * 2**20
 
@@ -69,6 +70,14 @@ def test_day_bytes_counts_every_file_of_the_day(tmp_path):
 
 def test_a_clusters_executors_follow_the_drivers_jit(tmp_path):
     cluster = load_settings(home=tmp_path, spark={"master": "spark://127.0.0.1:7077"})
-    assert spark_conf(cluster, input_bytes=1000)["spark.executor.extraJavaOptions"].split() == list(QUICK_JIT)
-    assert "spark.executor.extraJavaOptions" not in spark_conf(cluster)  # unknown input: the JVM's default
+    executor = spark_conf(cluster, input_bytes=1000)["spark.executor.extraJavaOptions"].split()
+    assert executor == [*GC_LOCKER_RETRIES, *QUICK_JIT]
+    # unknown input: the JVM's default JIT
+    assert spark_conf(cluster)["spark.executor.extraJavaOptions"].split() == list(GC_LOCKER_RETRIES)
+    # local mode: the executors are the driver's threads
     assert "spark.executor.extraJavaOptions" not in spark_conf(load_settings(home=tmp_path), input_bytes=1000)
+
+
+def test_every_jvm_retries_an_allocation_the_gc_locker_holds_up(tmp_path):
+    assert set(GC_LOCKER_RETRIES) <= set(_java_options(load_settings(home=tmp_path)))
+    assert set(GC_LOCKER_RETRIES) <= set(_java_options(load_settings(home=tmp_path), input_bytes=1000))

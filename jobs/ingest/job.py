@@ -63,10 +63,9 @@ WRITE_THREADS = 3
 # and the driver thrashes in GC. Filter inference gains nothing here, so the job turns it off
 # while it runs (SPARK-19846 and friends).
 #
-# The classified rows are cached (read four times: audit, bronze, quarantine, ledger) with
-# Spark's in-memory columnar compression: without it the dedup stage was faster, but the cache
-# took the typed rows' full size and the 10 M-event Parquet day ran out of the default 4 GB heap
-# in its bronze writes (docs/decisions.md).
+# The classified rows are cached (read four times: audit, bronze, quarantine, ledger) on local
+# disk only, as compressed column batches: a copy held in the heap grows with the day, and a
+# 50 M-event day ran out of the default 4 GB heap while caching it (docs/decisions.md).
 SCOPED_CONF = {
     "spark.sql.constraintPropagation.enabled": "false",
 }
@@ -175,12 +174,8 @@ def _read_error(exc: Exception, day: date) -> LandingError:
     lines = [line.strip() for line in _root_cause(exc).splitlines() if line.strip()]
     # a Python worker's exception: its last line names the error, the first only says it happened
     cause = lines[-1] if lines and "PythonException" in lines[0] else (lines or ["unknown error"])[0]
-    hint = ""
-    if "OutOfMemoryError" in cause:
-        hint = " (raise spark.driver_memory, or spark.shuffle_partitions so that each task holds less)"
-    return LandingError(
-        f"ingest {day} failed while reading the landing files, nothing was written: {cause[:300]}{hint}"
-    )
+    # (a JVM that ran out of memory meanwhile is reported as that, by the command line)
+    return LandingError(f"ingest {day} failed while reading the landing files, nothing was written: {cause[:300]}")
 
 
 def _refuse_unreadable(classified: dict[str, DataFrame], day: date) -> None:
@@ -299,7 +294,7 @@ def _run(spark: SparkSession, settings: Settings, day: date, kinds: tuple[str, .
     links = Path(settings.lake_root) / "_ingest_links" / f"{day}-{uuid.uuid4().hex}"
     earlier = dedup.earlier_ids(spark, settings, day).persist(StorageLevel.MEMORY_AND_DISK)
     classified = {
-        b.kind: _classified(spark, settings, day, b, earlier, links).persist(StorageLevel.MEMORY_AND_DISK)
+        b.kind: _classified(spark, settings, day, b, earlier, links).persist(StorageLevel.DISK_ONLY)
         for b in batches
     }
     try:

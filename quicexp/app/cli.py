@@ -17,7 +17,7 @@ from typing import Annotated
 import typer
 
 from quicexp.config import ConfigError, Settings, load_settings, parse_day
-from quicexp.errors import InputDataError, PartialFailure, QuicexpError
+from quicexp.errors import InputDataError, PartialFailure, QuicexpError, ResourceExhausted
 
 app = typer.Typer(
     name="quicexp",
@@ -383,6 +383,26 @@ def _log_unexpected(exc: BaseException) -> str:
     return str(path)
 
 
+def _out_of_memory() -> ResourceExhausted | None:
+    """A failed command's cause when its Spark JVM ran out of memory on the way (the job's own
+    exception then names an effect: a stopped context, a lost executor)."""
+    from quicexp.spark import out_of_memory
+
+    found = out_of_memory()
+    if found is None:
+        return None
+    error, log_file = found
+    return ResourceExhausted(
+        f"Spark ran out of memory ({error}; {log_file}): raise spark.driver_memory "
+        "(QUICEXP_SPARK__DRIVER_MEMORY), or spark.shuffle_partitions so that each task holds less"
+    )
+
+
+def _report(exc: QuicexpError) -> int:
+    _error(str(exc))
+    return exc.exit_code
+
+
 def main(argv: list[str] | None = None) -> int:
     """Console entry point: one line on stderr and the exit code of the error's kind.
 
@@ -404,12 +424,18 @@ def main(argv: list[str] | None = None) -> int:
             _error(exc.format_message())
         return ConfigError.exit_code
     except QuicexpError as exc:
+        if (oom := _out_of_memory()) is not None:
+            log.error("%s", exc)
+            return _report(oom)
         _error(str(exc).splitlines()[0] if str(exc) else exc.kind)
         return exc.exit_code
     except FileNotFoundError as exc:
         _error(f"file not found: {exc.filename or exc}")
         return InputDataError.exit_code
     except Exception as exc:
+        if (oom := _out_of_memory()) is not None:
+            log.error("%s", exc, exc_info=exc)
+            return _report(oom)
         where = _log_unexpected(exc)
         first = str(exc).splitlines()[0] if str(exc) else ""
         _error(f"unexpected {type(exc).__name__}: {first} (traceback in {where})")
