@@ -59,3 +59,13 @@ def test_a_failed_command_reports_the_out_of_memory_error(logs, tmp_path, monkey
     assert len(err) == 1, err
     assert err[0].startswith("quicexp: error: Spark ran out of memory (java.lang.OutOfMemoryError: Java heap space; ")
     assert str(logs[spark.SPARK_LOG]) in err[0] and "spark.driver_memory" in err[0]
+
+
+def test_an_error_that_says_what_it_is_keeps_its_kind(logs, tmp_path, monkeypatch, capsys):
+    """A usage error (like a failed data test or a partial failure) is not an effect of the JVM's
+    memory, even after an OutOfMemoryError the session survived (a cluster's lost executor)."""
+    monkeypatch.setenv("QUICEXP_HOME", str(tmp_path / "home"))
+    with logs[spark.SPARK_LOG].open("a") as fh:
+        fh.write(OOM)
+    assert main(["ingest", "--date", "2026-13-01"]) == 2
+    assert "bad day" in capsys.readouterr().err

@@ -17,7 +17,13 @@ from typing import Annotated
 import typer
 
 from quicexp.config import ConfigError, Settings, load_settings, parse_day
-from quicexp.errors import InputDataError, PartialFailure, QuicexpError, ResourceExhausted
+from quicexp.errors import (
+    DataQualityError,
+    InputDataError,
+    PartialFailure,
+    QuicexpError,
+    ResourceExhausted,
+)
 
 app = typer.Typer(
     name="quicexp",
@@ -408,7 +414,8 @@ def main(argv: list[str] | None = None) -> int:
 
     The table (quicexp.errors.EXIT_CODES, README.md): 0 success, 1 unexpected error (a bug; the
     traceback goes to ``<home>/logs/quicexp-errors.log``), 2 usage/config, 3 bad input data,
-    4 failed data-quality check, 5 service not available, 6 partial failure, 130 interrupted.
+    4 failed data-quality check, 5 service not available, 6 partial failure, 7 Spark out of memory,
+    130 interrupted.
     """
     configure_logging()
     try:
@@ -424,7 +431,9 @@ def main(argv: list[str] | None = None) -> int:
             _error(exc.format_message())
         return ConfigError.exit_code
     except QuicexpError as exc:
-        if (oom := _out_of_memory()) is not None:
+        # a usage error, a failed data test or a partial failure says what it is; anything else
+        # may be the effect of a JVM that ran out of memory
+        if not isinstance(exc, (ConfigError, DataQualityError, PartialFailure)) and (oom := _out_of_memory()):
             log.error("%s", exc)
             return _report(oom)
         _error(str(exc).splitlines()[0] if str(exc) else exc.kind)
@@ -433,7 +442,7 @@ def main(argv: list[str] | None = None) -> int:
         _error(f"file not found: {exc.filename or exc}")
         return InputDataError.exit_code
     except Exception as exc:
-        if (oom := _out_of_memory()) is not None:
+        if oom := _out_of_memory():
             log.error("%s", exc, exc_info=exc)
             return _report(oom)
         where = _log_unexpected(exc)
