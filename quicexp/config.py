@@ -81,6 +81,9 @@ class SparkSettings(_Section):
     #: ``jit_quick_max_bytes``, else ``tiered`` (quicexp.spark.jit_options, docs/decisions.md).
     jit: Literal["auto", "quick", "tiered"] = "auto"
     jit_quick_max_bytes: int = Field(default=16 * 2**20, ge=0)
+    #: The garbage collector of every Spark JVM the project starts (drivers, executors, the Thrift
+    #: server): ``parallel`` (throughput) or ``g1`` (shorter pauses on large heaps).
+    gc: Literal["parallel", "g1"] = "parallel"
 
 
 class CatalogSettings(_Section):

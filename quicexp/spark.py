@@ -48,13 +48,23 @@ CDS_LOG_OFF = "-Xlog:cds*=off"
 QUICK_JIT = ("-XX:TieredStopAtLevel=1", "-XX:ReservedCodeCacheSize=512m")
 
 
-#: JDK 17's G1 throws OutOfMemoryError when an allocation that needs a collection is retried
-#: twice while another thread holds a JNI critical region (JDK-8192647, fixed by region pinning
-#: in JDK 22): the Parquet and compression codecs enter such regions constantly, so a task can fail
-#: with the heap far from full ("Retried waiting for GCLocker too often allocating", seen on a
-#: 50 M-event ingest with the default 4 GB). More retries make the allocation wait for the
-#: collection instead (docs/decisions.md).
+#: JDK 17's G1 and parallel collectors throw OutOfMemoryError when an allocation that needs a
+#: collection is retried twice while another thread holds a JNI critical region (JDK-8192647;
+#: G1 pins regions instead from JDK 22): the Parquet and compression codecs enter such regions
+#: constantly, so a task can fail with the heap far from full ("Retried waiting for GCLocker too
+#: often allocating", seen with G1 on a 50 M-event ingest with the default 4 GB). More retries
+#: make the allocation wait for the collection instead (docs/decisions.md).
 GC_LOCKER_RETRIES = ("-XX:+UnlockDiagnosticVMOptions", "-XX:GCLockerRetryAllocationCount=100")
+
+#: The collector of ``spark.gc``. ``parallel``: the throughput collector, no concurrent marking and
+#: cheaper write barriers than G1 (which the JVM picks by itself on a machine of two cores): the
+#: 10 M-event day's ingest and dbt build took ~10 % less with it (docs/decisions.md).
+GARBAGE_COLLECTORS = {"parallel": "-XX:+UseParallelGC", "g1": "-XX:+UseG1GC"}
+
+
+def gc_options(settings: Settings) -> list[str]:
+    """A Spark JVM's collector flags: the collector of ``spark.gc`` and the GC locker's retries."""
+    return [GARBAGE_COLLECTORS[settings.spark.gc], *GC_LOCKER_RETRIES]
 
 
 def jit_options(settings: Settings, input_bytes: int | None) -> list[str]:
@@ -228,7 +238,7 @@ def spark_conf(
     # JVM logs (Spark, Hive, DataNucleus, Delta) go to <home>/logs/spark.log, not the console.
     # (log4j creates the folder; a home whose path holds a space would split the option.)
     java_options = [f"-Dlog4j2.configurationFile={LOG4J_CONFIG.as_uri()}", f"-Dquicexp.log.dir={settings.home / 'logs'}",
-                    *GC_LOCKER_RETRIES]
+                    *gc_options(settings)]
     if dump_classes_to is not None:
         java_options += [f"-XX:ArchiveClassesAtExit={dump_classes_to}", CDS_LOG_OFF]
     elif (archive := class_archive(settings)).is_file():
@@ -238,7 +248,7 @@ def spark_conf(
     if is_cluster(settings):
         # Executors are JVMs of their own: the same GC locker retries, and the driver's JIT (a small
         # input is small for them too: each is a cold JVM compiling the same code).
-        conf["spark.executor.extraJavaOptions"] = " ".join([*GC_LOCKER_RETRIES, *jit])
+        conf["spark.executor.extraJavaOptions"] = " ".join([*gc_options(settings), *jit])
     if not is_cluster(settings):
         # Delta rebuilds a table's state with 50 tasks by default; on one machine 2 suffice.
         conf["spark.databricks.delta.snapshotPartitions"] = "2"

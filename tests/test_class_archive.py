@@ -88,3 +88,8 @@ def test_the_session_maps_the_archive_setup_made(spark, base_settings):
     mapped = re.search(r"CDS archive\(s\) mapped at: .*?size (\d+)", info)
     assert mapped, "the JVM reports no mapped class-data archive"
     assert int(mapped.group(1)) > archive.stat().st_size
+    # with the collector of the settings (the archive holds classes, no heap objects: any collector maps it)
+    collectors = {bean.getName() for bean in spark.sparkContext._jvm.java.lang.management.ManagementFactory
+                  .getGarbageCollectorMXBeans()}
+    prefix = {"parallel": "PS ", "g1": "G1 "}[base_settings.spark.gc]  # PS Scavenge, G1 Young Generation...
+    assert collectors and all(name.startswith(prefix) for name in collectors), collectors

@@ -1,5 +1,5 @@
 """The driver JVM's JIT follows the command's input: C1 alone for a small day, tiered otherwise; every
-JVM retries allocations the GC locker holds up."""
+JVM runs the collector of ``spark.gc`` and retries allocations the GC locker holds up."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 
 from jobs.ingest.landing import day_bytes
 from quicexp.config import ConfigError, load_settings
-from quicexp.spark import GC_LOCKER_RETRIES, QUICK_JIT, jit_options, spark_conf
+from quicexp.spark import GC_LOCKER_RETRIES, QUICK_JIT, gc_options, jit_options, spark_conf
 
 LIMIT = 16 * 2**20
 
@@ -47,7 +47,7 @@ def test_the_limit_is_a_setting(tmp_path, monkeypatch):
     assert jit_options(settings, 100) == list(QUICK_JIT) and jit_options(settings, 101) == []
 
 
-@pytest.mark.parametrize("spark", [{"jit": "fast"}, {"jit_quick_max_bytes": -1}])
+@pytest.mark.parametrize("spark", [{"jit": "fast"}, {"jit_quick_max_bytes": -1}, {"gc": "zgc"}])
 def test_bad_jit_settings_are_refused(tmp_path, spark):
     with pytest.raises(ConfigError):
         load_settings(home=tmp_path, spark=spark)
@@ -71,9 +71,9 @@ def test_day_bytes_counts_every_file_of_the_day(tmp_path):
 def test_a_clusters_executors_follow_the_drivers_jit(tmp_path):
     cluster = load_settings(home=tmp_path, spark={"master": "spark://127.0.0.1:7077"})
     executor = spark_conf(cluster, input_bytes=1000)["spark.executor.extraJavaOptions"].split()
-    assert executor == [*GC_LOCKER_RETRIES, *QUICK_JIT]
+    assert executor == [*gc_options(cluster), *QUICK_JIT]
     # unknown input: the JVM's default JIT
-    assert spark_conf(cluster)["spark.executor.extraJavaOptions"].split() == list(GC_LOCKER_RETRIES)
+    assert spark_conf(cluster)["spark.executor.extraJavaOptions"].split() == gc_options(cluster)
     # local mode: the executors are the driver's threads
     assert "spark.executor.extraJavaOptions" not in spark_conf(load_settings(home=tmp_path), input_bytes=1000)
 
@@ -81,3 +81,14 @@ def test_a_clusters_executors_follow_the_drivers_jit(tmp_path):
 def test_every_jvm_retries_an_allocation_the_gc_locker_holds_up(tmp_path):
     assert set(GC_LOCKER_RETRIES) <= set(_java_options(load_settings(home=tmp_path)))
     assert set(GC_LOCKER_RETRIES) <= set(_java_options(load_settings(home=tmp_path), input_bytes=1000))
+
+
+def test_every_jvm_runs_the_collector_of_the_setting(tmp_path, monkeypatch):
+    default = load_settings(home=tmp_path)
+    assert default.spark.gc == "parallel"
+    assert "-XX:+UseParallelGC" in _java_options(default) and "-XX:+UseG1GC" not in _java_options(default)
+    monkeypatch.setenv("QUICEXP_SPARK__GC", "g1")
+    cluster = load_settings(home=tmp_path, spark={"master": "spark://127.0.0.1:7077"})
+    for options in (_java_options(cluster), spark_conf(cluster)["spark.executor.extraJavaOptions"].split()):
+        assert "-XX:+UseG1GC" in options and "-XX:+UseParallelGC" not in options
+        assert set(GC_LOCKER_RETRIES) <= set(options)
