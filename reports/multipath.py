@@ -114,7 +114,9 @@ def _plot(series: dict, overhead: dict[str, float], arms: list[str]) -> list[str
             if y is not None:
                 ax.plot(COLUMNS, y, "o-", color=PALETTE[i % len(PALETTE)], ms=4, label=arm)
         ax.set_title(measure, fontsize=9)
-        ax.set_yscale("log")
+        values = [v for arm in arms for v in series.get((measure, arm)) or () if v == v]  # NaN: no value
+        if values and min(values) > 0:  # a zero (none re-injected, say) has no place on a log axis
+            ax.set_yscale("log")
         ax.grid(alpha=0.3, which="both")
         ax.legend(fontsize=7)
     if overhead:

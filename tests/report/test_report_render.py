@@ -120,6 +120,31 @@ def test_multipath_table_in_the_seed_shape(fhol):
     assert "fhol 2.0" in reinjection and "control 0.00%" in reinjection
 
 
+def test_a_multipath_measure_without_positive_values_is_drawn_on_a_linear_axis(monkeypatch):
+    """A measure whose values are all zero or missing (no path ever re-injected, say) cannot be
+    log-scaled: its panel is linear, drawn without a warning; a positive measure stays on a log axis."""
+    import warnings
+
+    from reports import multipath
+
+    zeros, missing = [0.0] * len(multipath.COLUMNS), [float("nan")] * len(multipath.COLUMNS)
+    series = {("zero", "control"): zeros, ("zero", "fhol"): missing, ("srtt", "control"): [10.0, 8, 12, 15, 20]}
+    panels = []
+    subplots = multipath.plt.subplots
+
+    def keep_axes(*args, **kwargs):
+        fig, axes = subplots(*args, **kwargs)
+        panels.extend(axes[0])
+        return fig, axes
+
+    monkeypatch.setattr(multipath.plt, "subplots", keep_axes)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        images = multipath._plot(series, {}, ["control", "fhol"])
+    assert len(images) == 1
+    assert [ax.get_yscale() for ax in panels] == ["log", "linear"]  # measures sorted: srtt, zero
+
+
 def test_guardrail_breach_comes_first(fhol_results):
     res = fhol_results.copy()
     # make mean request latency (a guardrail) a significant regression on Windows
