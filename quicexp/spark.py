@@ -246,8 +246,8 @@ def spark_conf(
     jit = jit_options(settings, input_bytes)
     conf["spark.driver.extraJavaOptions"] = " ".join(java_options + jit)
     if is_cluster(settings):
-        # Executors are JVMs of their own: the same GC locker retries, and the driver's JIT (a small
-        # input is small for them too: each is a cold JVM compiling the same code).
+        # Executors are JVMs of their own: the same collector and GC locker retries, and the driver's
+        # JIT (a small input is small for them too: each is a cold JVM compiling the same code).
         conf["spark.executor.extraJavaOptions"] = " ".join([*gc_options(settings), *jit])
     if not is_cluster(settings):
         # Delta rebuilds a table's state with 50 tasks by default; on one machine 2 suffice.

@@ -48,7 +48,7 @@ def test_the_limit_is_a_setting(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("spark", [{"jit": "fast"}, {"jit_quick_max_bytes": -1}, {"gc": "zgc"}])
-def test_bad_jit_settings_are_refused(tmp_path, spark):
+def test_bad_jvm_settings_are_refused(tmp_path, spark):
     with pytest.raises(ConfigError):
         load_settings(home=tmp_path, spark=spark)
 
