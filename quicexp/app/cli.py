@@ -11,6 +11,7 @@ import logging
 import sys
 import time
 from datetime import timedelta
+from functools import partial
 from pathlib import Path
 from typing import Annotated
 
@@ -150,13 +151,12 @@ def dbt(
     settings, d = _settings(), parse_day(day)
     # the day's uploads stand for the day's data; a full refresh reads every day (size unknown)
     spark = _spark(settings, "quicexp-dbt", None if full_refresh else day_bytes(settings.landing_root, d))
-    jobs.registry.run(spark, settings, d)
     extra = (
         (["--select", select] if select else [])
         + (["--exclude", exclude] if exclude else [])
         + (["--full-refresh"] if full_refresh else [])
     )
-    run_dbt(command, settings, d, extra)
+    run_dbt(command, settings, d, extra, alongside=partial(jobs.registry.run, spark, settings, d))
 
 
 @app.command()

@@ -13,6 +13,7 @@ from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import date
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -144,8 +145,8 @@ def run_day(
         return outcome.qlog.counts["rows_read"], "rows"
 
     def dbt_build() -> tuple[int, str]:
-        jobs.registry.run(spark, settings, day, registry)
-        return run_dbt("build", settings, day, list(DBT_SELECTION)), "dbt nodes"
+        publish = partial(jobs.registry.run, spark, settings, day, registry)
+        return run_dbt("build", settings, day, list(DBT_SELECTION), alongside=publish), "dbt nodes"
 
     def results() -> tuple[int, str]:
         with _counting("stats.engine") as skipped:

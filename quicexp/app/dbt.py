@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from datetime import date
 
 from quicexp.config import REPO_ROOT, Settings
@@ -36,17 +38,35 @@ def dbt_args(command: str, settings: Settings, day: date, extra: list[str] | Non
     ]  # fmt: skip
 
 
-def run_dbt(command: str, settings: Settings, day: date, extra: list[str] | None = None) -> int:
+def run_dbt(
+    command: str,
+    settings: Settings,
+    day: date,
+    extra: list[str] | None = None,
+    *,
+    alongside: Callable[[], object] | None = None,
+) -> int:
     """Run ``dbt <command>`` in-process; return how many nodes it ran.
+
+    ``alongside``: Spark work the run needs first (the registry's publish), done on another
+    thread while dbt is imported and parses the project, which touch neither Spark nor the lake.
 
     A failed data test raises :class:`DataQualityError`, a failed model :class:`QuicexpError`
     (both naming the nodes), dbt itself failing to start :class:`ServiceUnavailable`.
     """
-    from dbt.cli.main import dbtRunner
-
     os.environ.setdefault("QUICEXP_DBT_TARGET", "local")
     os.environ.setdefault("DBT_SEND_ANONYMOUS_USAGE_STATS", "false")
-    result = dbtRunner().invoke(dbt_args(command, settings, day, extra))
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="dbt-alongside") as pool:
+        pending = pool.submit(alongside) if alongside is not None else None
+        from dbt.cli.main import dbtRunner
+
+        # the project parsed on its own (the selection and flags are the command's, not parse's)
+        parsed = dbtRunner().invoke(dbt_args("parse", settings, day))
+        if pending is not None:
+            pending.result()  # its error first: the command needs what it publishes
+    if not parsed.success:
+        raise ServiceUnavailable(f"dbt {command} failed: {parsed.exception}".splitlines()[0])
+    result = dbtRunner(manifest=parsed.result).invoke(dbt_args(command, settings, day, extra))
     if result.success:
         return len(getattr(result.result, "results", None) or [])
     if result.exception is not None:
