@@ -1,4 +1,5 @@
-"""`python -m bench --size N`: the thin path's stages, with events/s and the Spark/DuckDB ratio."""
+"""`python -m bench --size N`: the thin path's stages, with events/s and the Spark/DuckDB ratio; the
+run's row goes to bench/results/thin.csv (bench/results.py)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,16 @@ import sys
 from pathlib import Path
 
 from quicexp.config import REPO_ROOT
+
+
+def row(stages: list) -> dict[str, object]:
+    """The run's measured fields of bench/results/thin.csv from :func:`bench.thin_path.run`'s stages."""
+    by_name = {s.name: s.seconds for s in stages}
+    return {"events": stages[0].events, "simulate_s": by_name["simulate (parquet)"],
+            "session_s": by_name["spark session"], "ingest_s": by_name["ingest (spark)"],
+            "dbt_build_s": by_name["dbt build (spark)"], "results_s": by_name["stats + results"],
+            "duckdb_s": by_name["sufficient stats (duckdb)"],
+            "ratio": by_name["dbt build (spark)"] / by_name["sufficient stats (duckdb)"]}  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -33,6 +44,9 @@ def main(argv: list[str] | None = None) -> int:
     by_name = {s.name: s for s in stages}
     ratio = by_name["dbt build (spark)"].seconds / by_name["sufficient stats (duckdb)"].seconds
     print(f"ratio Spark dbt stage / DuckDB reference: {ratio:.1f}x (same bronze files, same statistics)")
+    from bench import results
+
+    results.append("thin", row(stages))
     return 0
 
 

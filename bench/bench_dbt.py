@@ -5,7 +5,8 @@ scenario in Parquet (about 24 events per client-day, so the default 425,000 clie
 events), ingests it with the ingest job, publishes the registry, then times
 ``dbt run --full-refresh`` of every model for that day in the pipeline's own Spark session
 (local mode, the configured cores) and prints seconds, events/s and the per-model times from
-dbt's run results. Each stage logs its counts and rate.
+dbt's run results. Each stage logs its counts and rate; the run's row goes to
+bench/results/dbt.csv (bench/results.py).
 
 The lake goes to a temporary home (``--home`` to choose, ``--keep`` to keep it); the Derby
 metastore server of that home is stopped at the end.
@@ -16,12 +17,15 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+import sys
 import tempfile
 import time
 from datetime import date
 from pathlib import Path
 
 from quicexp.config import REPO_ROOT, load_settings
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # `bench` importable when run as a script
 
 DAY = date(2026, 6, 15)
 
@@ -30,6 +34,11 @@ def _stage(name: str, start: float, count: int | None = None, what: str = "event
     took = time.perf_counter() - start
     rate = f", {count / took:,.0f} {what}/s" if count else ""
     print(f"[bench_dbt] {name}: {took:,.1f} s{f' ({count:,} {what}{rate})' if count else ''}", flush=True)
+
+
+def row(events: int, dbt_run_s: float) -> dict[str, object]:
+    """The run's measured fields of bench/results/dbt.csv (the columns in bench/results.py)."""
+    return {"events": events, "dbt_run_s": dbt_run_s}
 
 
 def main() -> None:
@@ -81,6 +90,9 @@ def main() -> None:
         for r in sorted(results["results"], key=lambda r: -r["execution_time"]):
             print(f"    {r['unique_id'].split('.')[-1]:<52} {r['execution_time']:8.1f} s")
         print(f"[bench_dbt] RESULT events={events:,} dbt_seconds={took:.1f} events_per_s={events / took:,.0f}")
+        from bench import results
+
+        results.append("dbt", row(events, took))
     finally:
         stop_derby(settings)
         if not args.keep and args.home is None:

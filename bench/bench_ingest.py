@@ -12,7 +12,8 @@ a second run skips the simulation), then times:
 
 It prints events/s for each and the Spark/DuckDB time ratio side by side. The DuckDB side does
 less (no per-field reasons, no quarantine, no audit, no transaction log), so the ratio is an
-upper bound on what the validation and Delta bookkeeping cost.
+upper bound on what the validation and Delta bookkeeping cost. Each run appends a row to
+bench/results/ingest.csv (bench/results.py).
 """
 
 from __future__ import annotations
@@ -114,6 +115,13 @@ def bench_duckdb(files: dict[str, list[str]], out: Path) -> tuple[float, int]:
     return time.perf_counter() - started, rows
 
 
+def row(events: int, fmt: str, duck_s: float, spark: list[tuple[str, float, int]]) -> dict[str, object]:
+    """The run's measured fields of bench/results/ingest.csv; ``spark`` is empty with --skip-spark."""
+    first, rerun = (spark[0][1], spark[1][1]) if spark else (None, None)
+    return {"events": events, "format": fmt, "spark_first_s": first, "spark_rerun_s": rerun, "duckdb_s": duck_s,
+            "ratio": first / duck_s if first else None}  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=10_000_000, help="events in the simulated day")
@@ -134,11 +142,13 @@ def main() -> None:
 
     duck_s, duck_rows = bench_duckdb(files, home / "duckdb")
     print(f"{'duckdb reference':<18} {duck_s:8.1f}s  {duck_rows:>11,d} rows   {duck_rows / duck_s:>10,.0f} rows/s (JSON it could parse)")
-    if args.skip_spark:
-        return
-    for label, seconds, rows in bench_spark(home, day):
+    spark = [] if args.skip_spark else bench_spark(home, day)
+    for label, seconds, rows in spark:
         print(f"{label:<18} {seconds:8.1f}s  {rows:>11,d} rows   {rows / seconds:>10,.0f} rows/s"
               f"   x{seconds / duck_s:.1f} DuckDB time")
+    from bench import results
+
+    results.append("ingest", row(duck_rows, args.format, duck_s, spark))
 
 
 if __name__ == "__main__":

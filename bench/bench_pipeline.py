@@ -9,7 +9,8 @@
 3. runs the DuckDB reference (bench/reference/) on the same landing files;
 4. exports the pipeline's outputs (untimed) and compares them with the reference's
    (bench/reference/compare.py) — a difference fails the bench before any time is printed;
-5. prints seconds and events/s per stage for both, and last ``pipeline/reference: X.XXx``.
+5. prints seconds and events/s per stage for both, and last ``pipeline/reference: X.XXx``;
+6. appends the run's row to bench/results/pipeline.csv (bench/results.py; ``BENCH_RECORD=0`` not to).
 """
 
 from __future__ import annotations
@@ -30,6 +31,14 @@ sys.path.insert(0, str(REPO))
 EVENTS_PER_CLIENT_DAY = 23.5  # the fhol scenario, all kinds, one day (bench/bench_ingest.py)
 DAY = "2026-06-15"
 QUICEXP = REPO / ".venvs" / "pipeline" / "bin" / "quicexp"
+
+
+def row(events: int, fmt: str, pipeline: dict[str, float], reference: dict[str, float]) -> dict[str, object]:
+    """The run's measured fields of bench/results/pipeline.csv (the columns in bench/results.py)."""
+    p_total, r_total = sum(pipeline.values()), sum(reference.values())
+    return {"events": events, "format": fmt, "ingest_s": pipeline["ingest"], "dbt_build_s": pipeline["dbt build"],
+            "results_s": pipeline["results"], "pipeline_s": p_total, "reference_ingest_s": reference["ingest"],
+            "reference_gold_s": reference["gold"], "reference_s": r_total, "ratio": p_total / r_total}  # fmt: skip
 
 
 def _daily_command(step: str, day: date) -> list[str]:
@@ -172,6 +181,9 @@ def main() -> None:
     print(f"{'pipeline total':<28}{p_total:>10.1f}{events / p_total:>14,.0f}")
     print(f"{'reference total':<28}{r_total:>10.1f}{events / r_total:>14,.0f}")
     print(f"pipeline/reference: {p_total / r_total:.2f}x")
+    from bench import results
+
+    results.append("pipeline", row(events, args.format, pipeline, reference))
 
 
 def _load() -> str:

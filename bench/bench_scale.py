@@ -8,7 +8,8 @@ skips the simulation), then runs the day's pipeline in a *fresh* process and Spa
 build, results: what ``quicexp run-day`` does before the reports. It prints, per size and
 stage, seconds, µs per event and the ratio of that cost to the smallest size's, plus where the
 shuffle is (bytes written per stage, read from Spark's own REST API of the run) and the file
-layout the day leaves in bronze. docs/deploy.md's sizing section is written from its output.
+layout the day leaves in bronze, and appends a row per size to bench/results/scale.csv
+(bench/results.py). docs/deploy.md's sizing section is written from its output.
 """
 
 from __future__ import annotations
@@ -151,6 +152,16 @@ def child(landing: Path, home: Path, day: str) -> dict:
 # ---------------------------------------------------------------------------------- parent side
 
 
+def row(events: int, clients: int, landing_bytes: int, res: dict) -> dict[str, object]:
+    """One size's measured fields of bench/results/scale.csv (the columns in bench/results.py)."""
+    seconds, shuffle = res["seconds"], res["shuffle"]
+    total = sum(seconds[s] for s in STAGES)
+    return {"events": events, "clients": clients, "landing_mb": landing_bytes / 1e6,
+            **{f"{s}_s": seconds[s] for s in STAGES}, "total_s": total, "us_per_event": total / events * 1e6,
+            "ingest_shuffle_mb": shuffle["ingest"]["shuffle_write"] / 1e6,
+            "dbt_shuffle_mb": shuffle["dbt"]["shuffle_write"] / 1e6}  # fmt: skip
+
+
 def _mb(n: int) -> str:
     return f"{n / 1e6:,.0f} MB"
 
@@ -194,7 +205,7 @@ def main(argv: list[str] | None = None) -> int:
         landing, home, day = args.child
         print(json.dumps(child(Path(landing), Path(home), day)), flush=True)
         return 0
-    rows = []
+    rows, recorded = [], []
     for events in args.events:
         print(f"\n-- {events:,} events", flush=True)
         landing = args.dir / f"landing-{events}"
@@ -214,8 +225,17 @@ def main(argv: list[str] | None = None) -> int:
               f"(process {wall:.0f}s, session start {res['session_s']:.0f}s), {res.get('rows')}", flush=True)  # fmt: skip
         rows.append((manifest["events_total"], manifest, res))
         (args.dir / f"result-{events}.json").write_text(json.dumps(res, indent=1))
+        landing_bytes = sum(f.stat().st_size for f in landing.rglob("*.parquet"))
+        recorded.append(row(manifest["events_total"], manifest["clients"], landing_bytes, res))
     if rows:
         report(rows)
+    from bench import results
+
+    note = (f"master {rows[0][2]['master'] if rows else ''}, driver memory "
+            f"{os.environ.get('QUICEXP_SPARK__DRIVER_MEMORY', '8g')}, shuffle partitions "
+            f"{os.environ.get('QUICEXP_SPARK__SHUFFLE_PARTITIONS', '4')}")  # fmt: skip
+    for measured in recorded:
+        results.append("scale", measured, note)
     return 0
 
 

@@ -5,7 +5,8 @@
 Prints (1) end-to-end events/s of ``run_scenario(..., fmt="parquet")`` with all cores (wall clock and
 CPU), and (2) a CPU profile of one (day, block) task in this process, grouped by stage: population
 and sessions, transport model and apps, Arrow table building, fault planning, Parquet encoding and
-writing. Wall-clock numbers depend on what else runs on the machine; CPU seconds less so.
+writing. Wall-clock numbers depend on what else runs on the machine; CPU seconds less so. The
+end-to-end run's row goes to bench/results/simulate.csv (bench/results.py).
 """
 
 from __future__ import annotations
@@ -14,12 +15,12 @@ import argparse
 import cProfile
 import os
 import pstats
+import sys
 import tempfile
 import time
 from pathlib import Path
 
-from simulation.runner import run_scenario, run_task
-from simulation.scenario import load_scenario
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # `bench` importable when run as a script
 
 STAGES = {
     "population+sessions": ("simulation/population.py", "simulation/sessions.py", "simulation/network.py", "simulation/treatment.py", "simulation/assignment.py"),
@@ -31,6 +32,8 @@ STAGES = {
 
 
 def end_to_end(scenario: str, clients: int, days: int, workers: int | None) -> dict:
+    from simulation.runner import run_scenario
+
     with tempfile.TemporaryDirectory() as tmp:
         t0 = time.perf_counter()
         m = run_scenario(scenario, tmp, days=days, clients=clients, fmt="parquet", workers=workers)
@@ -41,6 +44,9 @@ def end_to_end(scenario: str, clients: int, days: int, workers: int | None) -> d
 
 
 def profile_one_task(scenario: str, clients: int) -> dict[str, float]:
+    from simulation.runner import run_task
+    from simulation.scenario import load_scenario
+
     sc = load_scenario(scenario).with_overrides(clients=min(clients, 50_000), days=1)
     prof = cProfile.Profile(time.process_time)
     with tempfile.TemporaryDirectory() as tmp:
@@ -74,6 +80,12 @@ def _caller_stage(callers: dict) -> str | None:
     return best
 
 
+def row(scenario: str, clients: int, days: int, e2e: dict) -> dict[str, object]:
+    """The run's measured fields of bench/results/simulate.csv (the columns in bench/results.py)."""
+    return {"scenario": scenario, "clients": clients, "days": days, "events": e2e["rows"], "wall_s": e2e["wall_s"],
+            "cpu_s": e2e["cpu_s"]}  # fmt: skip
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--scenario", default="fhol")
@@ -88,6 +100,9 @@ def main() -> None:
     print(f"  cpu (all tasks)     {e2e['cpu_s']:.1f} s -> {e2e['rows_per_cpu_s']:,.0f} events per CPU-second")
     cores = os.cpu_count() or 1
     print(f"  on {cores} idle cores   ~{cores * e2e['rows_per_cpu_s']:,.0f} events/s (CPU-bound, tasks in parallel)")
+    from bench import results
+
+    results.append("simulate", row(args.scenario, args.clients, args.days, e2e))
     prof = profile_one_task(args.scenario, args.clients)
     n = prof.pop("events")
     total = sum(prof.values())

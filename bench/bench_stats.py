@@ -4,26 +4,32 @@
 (10 experiments x metrics x 8 segments x 5 days, two arms, a mix of mean, proportion, ratio
 with and without CUPED, and p95 quantile rows), then times :func:`stats.engine.analyze_table`
 end to end (validation, pairing, SRM, corrections, sequential, output) and, separately, the
-vectorised kernel alone. Goal: < 1 s for 10,000 comparisons.
+vectorised kernel alone. Goal: < 1 s for 10,000 comparisons. The run's row goes to
+bench/results/stats.csv (bench/results.py).
 """
 
 from __future__ import annotations
 
 import argparse
+import statistics
+import sys
 import time
+from pathlib import Path
+from typing import TYPE_CHECKING
 
-import numpy as np
-import pandas as pd
+if TYPE_CHECKING:
+    import pandas as pd
 
-from stats.engine import analyze_table
-from stats.frequentist import compare, linearize
-from stats.statistics import MeanStatistic
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # `bench` importable when run as a script
 
-KINDS = np.array(["mean", "mean", "proportion", "ratio", "ratio", "quantile"])
+KINDS = ("mean", "mean", "proportion", "ratio", "ratio", "quantile")
 
 
 def build_table(comparisons: int, seed: int = 0) -> pd.DataFrame:
     """Two arm rows per comparison with plausible, internally consistent sums."""
+    import numpy as np
+    import pandas as pd
+
     rng = np.random.default_rng(seed)
     experiments, segments, days = 10, 8, 5
     metrics = max(1, comparisons // (experiments * segments * days))
@@ -32,7 +38,7 @@ def build_table(comparisons: int, seed: int = 0) -> pd.DataFrame:
         names=["e", "m", "s", "d", "arm"],
     ).to_frame(index=False)
     rows = len(idx)
-    kind = KINDS[idx["m"].to_numpy() % KINDS.size]
+    kind = np.array(KINDS)[idx["m"].to_numpy() % len(KINDS)]
     n = rng.integers(5_000, 50_000, rows).astype(float)
     mean, sd = rng.uniform(1, 100, rows), rng.uniform(1, 50, rows)
     x_mean = rng.uniform(2, 8, rows)
@@ -73,8 +79,20 @@ def build_table(comparisons: int, seed: int = 0) -> pd.DataFrame:
     return table
 
 
+def row(comparisons: int, times: list[float], cpu: list[float], kernel_s: float) -> dict[str, object]:
+    """The run's measured fields of bench/results/stats.csv (the columns in bench/results.py)."""
+    return {"comparisons": comparisons, "wall_best_s": min(times), "wall_median_s": statistics.median(times),
+            "cpu_best_s": min(cpu), "kernel_s": kernel_s}  # fmt: skip
+
+
 def main() -> None:
     """Print timings (best and median of ``--repeat`` runs)."""
+    import numpy as np
+
+    from stats.engine import analyze_table
+    from stats.frequentist import compare, linearize
+    from stats.statistics import MeanStatistic
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--comparisons", type=int, default=10_000)
     parser.add_argument("--repeat", type=int, default=5)
@@ -96,7 +114,11 @@ def main() -> None:
     stat = MeanStatistic(n, n * 5.0, n * 30.0)
     start = time.perf_counter()
     compare(linearize(stat), linearize(stat + stat), test="welch")
-    print(f"kernel only (Welch, {k} comparisons): {time.perf_counter() - start:.4f} s")
+    kernel_s = time.perf_counter() - start
+    print(f"kernel only (Welch, {k} comparisons): {kernel_s:.4f} s")
+    from bench import results
+
+    results.append("stats", row(k, times, cpu, kernel_s))
 
 
 if __name__ == "__main__":
