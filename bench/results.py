@@ -107,8 +107,11 @@ def complete(bench: str, measured: dict[str, object], note: str = "") -> dict[st
 def _fmt(value: object) -> str:
     if value is None:
         return ""
-    if isinstance(value, float):
-        return f"{value:.2f}".rstrip("0").rstrip(".") if value == value else ""
+    if isinstance(value, float):  # two decimals, three significant digits below 1
+        if value != value:
+            return ""
+        text = f"{value:.2f}" if abs(value) >= 1 else f"{value:.3g}"
+        return text.rstrip("0").rstrip(".") if "." in text and "e" not in text else text
     return str(value)
 
 
