@@ -1,9 +1,9 @@
-{#- Helpers that turn the metric registry (registry/metrics.yml, read through the symlinked
-    macro metric_registry_yaml) into SQL. Every name and kind is validated here, so a bad
+{#- Helpers that turn the metric registry (registry/metrics.yml, which `quicexp dbt` passes as a
+    var: macro metric_registry_document) into SQL. Every name and kind is validated here, so a bad
     registry entry fails the build at compile time with one clear message. -#}
 
 {% macro metric_registry() %}
-    {%- set doc = fromyaml(metric_registry_yaml()) -%}
+    {%- set doc = metric_registry_document() -%}
     {%- set kinds = ['mean', 'proportion', 'ratio', 'quantile'] -%}
     {%- set sources = event_sources() -%}
     {%- set seen = [] -%}

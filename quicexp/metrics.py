@@ -1,14 +1,19 @@
 """The metric registry (registry/metrics.yml) as a typed model: one entry per metric.
 
-dbt reads the same file (macros/metric_registry.sql is a symlink to it) and validates it with the
-Jinja checks of macros/metrics.sql; this model accepts and rejects the same entries
-(tests/test_metric_registry.py runs both on the same variants). The file is found through
-``Settings.metrics_file`` (QUICEXP_METRICS_FILE); a missing or invalid file is a one-line
-``ConfigError``, never an empty registry.
+The file is found through ``Settings.metrics_file`` (QUICEXP_METRICS_FILE); a missing or invalid
+file is a one-line ``ConfigError``, never an empty registry. dbt reads the same file: ``quicexp
+dbt`` passes it, validated and as data (:func:`registry_document`), as the var
+``metric_registry`` (macros/metric_registry.sql), and the Jinja checks of macros/metrics.sql and
+macros/metric_registry_checks.sql validate it again; this model accepts and rejects the same
+entries (tests/test_metric_registry.py runs both on the same variants). The registry is trusted
+code reviewed like SQL; the checks keep its text fields plain text and its filters inside a small
+grammar (columns, literals, comparisons, and/or/not) defined once, in
+macros/metric_registry_checks.sql, and read here.
 """
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 from pathlib import Path
 from typing import Literal, get_args
@@ -21,6 +26,7 @@ from pydantic import (
     StrictBool,
     StrictFloat,
     ValidationError,
+    field_validator,
     model_validator,
 )
 
@@ -56,6 +62,51 @@ GROUPS: tuple[str, ...] = get_args(Group)
 NAME_PATTERN = r"^[a-z][a-z0-9_]{0,62}$"
 #: a SQL expression may be written as a bare number in YAML (``denominator: 1``)
 SqlText = str
+#: text shown to people (description, unit, label): no braces (Jinja), no control characters
+NOT_PLAIN = re.compile(r"[{}\x00-\x1f\x7f]")
+#: the dbt macro file that defines the filter grammar (macro metric_filter_grammar_yaml)
+GRAMMAR_FILE = REPO_ROOT / "macros" / "metric_registry_checks.sql"
+_GRAMMAR_MACRO = re.compile(
+    r"\{% macro metric_filter_grammar_yaml\(\) -%\}\n(.*?)\{%- endmacro %\}", re.S
+)
+
+
+@lru_cache(maxsize=1)
+def filter_grammar() -> dict:
+    """The filter grammar of macros/metric_registry_checks.sql (the body of its macro
+    ``metric_filter_grammar_yaml``, YAML): tokens, word, keywords, columns per source."""
+    try:
+        found = _GRAMMAR_MACRO.search(GRAMMAR_FILE.read_text())
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot read the filter grammar {GRAMMAR_FILE}: {exc.strerror}"
+        ) from None
+    if found is None:
+        raise ConfigError(f"{GRAMMAR_FILE} defines no macro metric_filter_grammar_yaml")
+    return yaml.safe_load(found.group(1))
+
+
+def check_filter(text: str, source: str) -> None:
+    """Raise ValueError (one line) unless ``text`` follows the filter grammar for ``source``;
+    the same procedure as the dbt macro check_metric_filter: the whole text is a sequence of
+    the grammar's tokens, every word a keyword or a column, parentheses balanced."""
+    grammar = filter_grammar()
+    token = "|".join(grammar["tokens"])
+    allowed = set(grammar["keywords"]) | set(grammar["columns"][source])
+    if not re.fullmatch(rf"\s*(?:(?:{token})\s*)+", text):
+        raise ValueError(
+            "filter is not a predicate of columns, literals, comparisons and and/or/not"
+            f" ({grammar['doc']})"
+        )
+    depth = 0
+    for t in re.findall(token, text):
+        if re.fullmatch(grammar["word"], t) and t.lower() not in allowed:
+            raise ValueError(f"filter names {t}, neither a column of {source} nor a keyword")
+        depth += {"(": 1, ")": -1}.get(t, 0)
+        if depth < 0:
+            break
+    if depth != 0:
+        raise ValueError("filter has unbalanced parentheses")
 
 
 class Metric(BaseModel):
@@ -82,6 +133,13 @@ class Metric(BaseModel):
     group: Group = "other"
     scale: StrictFloat = Field(default=1.0, gt=0)
 
+    @field_validator("description", "unit", "label")
+    @classmethod
+    def _plain_text(cls, value: str, info) -> str:
+        if NOT_PLAIN.search(value):
+            raise ValueError(f"{info.field_name} is not plain text (braces or control characters)")
+        return value
+
     @model_validator(mode="after")
     def _kind_needs(self) -> Metric:
         if self.kind == "quantile" and not self.value:
@@ -92,6 +150,11 @@ class Metric(BaseModel):
             raise ValueError(f"ratio metric {self.name} needs a denominator")
         if any(not 0 < p < 1 for p in self.quantiles):
             raise ValueError(f"metric {self.name} has a quantile outside (0, 1)")
+        if self.filter is not None:
+            try:
+                check_filter(self.filter, self.source)
+            except ValueError as exc:
+                raise ValueError(f"metric {self.name} {exc}") from None
         return self
 
     @property
@@ -180,6 +243,18 @@ def load_metrics(path: Path | None = None) -> MetricRegistry:
     except OSError as exc:
         raise ConfigError(f"cannot read the metric registry {path}: {exc.strerror}") from None
     return _parse_cached(text, str(path))
+
+
+def registry_document(path: Path | None = None) -> dict:
+    """The registry file as data (its YAML, validated by :func:`load_metrics`): what dbt gets as
+    the var ``metric_registry``, so dbt reads the very file Python does. A mapping, not the
+    text: dbt renders a var that is a string as a Jinja template, never a mapping's values."""
+    if path is None:
+        from quicexp.config import load_settings
+
+        path = load_settings().metrics_file
+    load_metrics(path)
+    return yaml.safe_load(Path(path).read_text())
 
 
 @lru_cache(maxsize=16)

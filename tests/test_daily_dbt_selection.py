@@ -11,6 +11,7 @@ from datetime import date
 
 from quicexp.app.daily import STEPS
 from quicexp.config import REPO_ROOT
+from quicexp.metrics import registry_document
 
 DBT = REPO_ROOT / ".venvs" / "pipeline" / "bin" / "dbt"
 
@@ -20,7 +21,8 @@ def _ls(tmp_path, *selection: str) -> set[tuple[str, str]]:
     done = subprocess.run(
         [str(DBT), "ls", "--project-dir", str(REPO_ROOT), "--profiles-dir", str(REPO_ROOT),
          "--target-path", str(tmp_path / "target"), "--log-path", str(tmp_path), "-q",
-         "--output", "json", "--output-keys", "resource_type", "name", *selection],
+         "--output", "json", "--output-keys", "resource_type", "name",
+         "--vars", json.dumps({"metric_registry": registry_document()}), *selection],
         env=env, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]

@@ -1,10 +1,12 @@
 """The metric registry (registry/metrics.yml): one typed model, found through Settings, loud on
-bad input; dbt's Jinja checks and the pydantic model accept and reject the same entries; the
-report and the dashboards name only registered metrics."""
+bad input; dbt's Jinja checks and the pydantic model accept and reject the same entries (plain
+text fields, filters inside the one grammar); dbt reads the file Settings names, as data, never
+as a template; the report and the dashboards name only registered metrics."""
 
 from __future__ import annotations
 
 import copy
+import json
 import re
 import shutil
 from pathlib import Path
@@ -13,7 +15,13 @@ import pytest
 import yaml
 
 from quicexp.config import REPO_ROOT, ConfigError, load_settings
-from quicexp.metrics import EVENT_SOURCES, load_metrics, parse_metrics, segment_types
+from quicexp.metrics import (
+    EVENT_SOURCES,
+    filter_grammar,
+    load_metrics,
+    parse_metrics,
+    segment_types,
+)
 
 REGISTRY = REPO_ROOT / "registry" / "metrics.yml"
 DOC = yaml.safe_load(REGISTRY.read_text())
@@ -30,9 +38,18 @@ NEW_METRIC = {
 
 
 def _text(doc: dict) -> str:
-    """A registry file as dbt reads it: the YAML wrapped in the metric_registry_yaml macro."""
-    body = yaml.safe_dump(doc, sort_keys=False, allow_unicode=True)
-    return "# {% macro metric_registry_yaml() %}\n" + body + "# {% endmacro %}\n"
+    """A registry file's text."""
+    return yaml.safe_dump(doc, sort_keys=False, allow_unicode=True)
+
+
+def _macro(doc: dict) -> str:
+    """A stand-in for macros/metric_registry.sql giving dbt ``doc`` as data, the way the var
+    does (its text is not rendered), but as a macro: dbt's partial parsing then re-reads only it
+    (a new var would make dbt parse the whole project again, about 2 s a variant)."""
+    body = _text(doc)
+    assert "endraw" not in body
+    return ("{% macro metric_registry_document() %}{% set text %}{% raw %}" + body
+            + "{% endraw %}{% endset %}{{ return(fromyaml(text)) }}{% endmacro %}\n")  # fmt: skip
 
 
 def _first(**changes) -> dict:
@@ -69,6 +86,10 @@ def _quantile_first(**changes) -> dict:
     return doc
 
 
+GRAMMAR_FILTER = (
+    "(platform in ('Windows', 'Linux') and latency_ms between 0 and 6e4)"
+    " OR NOT is_new_connection and status_code <> -1"
+)
 #: (variant, registry document, accepted?)
 VARIANTS = [
     ("the registry", DOC, True),
@@ -100,6 +121,37 @@ VARIANTS = [
     ("unknown group", _first(group="misc"), False),
     ("scale zero", _first(scale=0), False),
     ("scale as text", _first(scale="100"), False),
+    # text fields are plain text: Jinja in them is refused, not run
+    (
+        "Jinja in a description",
+        _first(description="Mean {{ run_query('drop table gold.x') }}"),
+        False,
+    ),
+    ("a Jinja statement in a label", _first(label="latency {% do run_query('select 1') %}"), False),
+    ("a line break in a unit", _first(unit="ms\nreally"), False),
+    # filters: columns of the source, literals, comparisons, and/or/not; nothing else
+    ("a filter of the grammar", _first(filter=GRAMMAR_FILTER), True),
+    (
+        "a filter with TRANSFORM",
+        _first(filter="latency_ms in (select transform(latency_ms) using 'id' as (x) from t)"),
+        False,
+    ),
+    (
+        "a filter calling reflect",
+        _first(filter="reflect('java.lang.Runtime', 'getRuntime') is not null"),
+        False,
+    ),
+    ("a filter with a comment", _first(filter="latency_ms > 0 -- and false"), False),
+    ("a filter with two statements", _first(filter="latency_ms > 0; select 1"), False),
+    ("a filter with a quoted identifier", _first(filter="`latency_ms` > 0"), False),
+    ("a filter with an escaped quote", _first(filter="protocol = 'h3\\' or 1 = 1"), False),
+    ("a filter on another source's column", _first(filter="vantage_point = 'client'"), False),
+    (
+        "a filter closing a parenthesis it did not open",
+        _first(filter="latency_ms > 0) or (true"),
+        False,
+    ),
+    ("a filter that is not text", _first(filter=True), False),
 ]
 
 
@@ -125,25 +177,32 @@ def dbt_project(tmp_path_factory) -> Path:
             shutil.copy(path, root / "macros" / path.name)
     (root / "models").mkdir()
     (root / "models" / "registry_check.sql").write_text(
-        "{%- set metrics = metric_registry() -%}\nselect {{ metrics | length }} as n\n"
+        "{{ config(meta={'metrics': metric_registry() | map(attribute='name') | list}) }}\n"
+        "select 1 as n\n"
     )
     return root
+
+
+def _parse(project: Path, *extra: str):
+    """``dbt parse`` of ``project`` in process; the result (its manifest on success)."""
+    from dbt.cli.main import dbtRunner
+
+    return dbtRunner().invoke([
+        "parse", "--project-dir", str(project), "--profiles-dir", str(project),
+        "--target-path", str(project / "target"), "--log-path", str(project / "logs"),
+        "--quiet", "--no-write-json", "--no-version-check", "--no-send-anonymous-usage-stats",
+        *extra,
+    ])  # fmt: skip
 
 
 def test_dbt_and_python_accept_and_reject_the_same_entries(dbt_project):
     """Each variant through the pydantic model and through `dbt parse` (in process, partial
     parsing: only the changed registry macro is re-read), results equal."""
-    from dbt.cli.main import dbtRunner
-
     types = segment_types(dbt_project / "dbt_project.yml")
-    runner = dbtRunner()
-    args = ["parse", "--project-dir", str(dbt_project), "--profiles-dir", str(dbt_project),
-            "--target-path", str(dbt_project / "target"), "--log-path", str(dbt_project / "logs"),
-            "--quiet", "--no-write-json", "--no-version-check", "--no-send-anonymous-usage-stats"]  # fmt: skip
     outcomes = {}
     for name, doc, expected in VARIANTS:
-        (dbt_project / "macros" / "metric_registry.sql").write_text(_text(doc))
-        result = runner.invoke(args)
+        (dbt_project / "macros" / "metric_registry.sql").write_text(_macro(doc))
+        result = _parse(dbt_project)
         dbt_ok = result.success
         if not dbt_ok:  # rejected by a registry check, not by something else
             assert "registry/metrics.yml" in str(result.exception) or "quantile" in name, (
@@ -156,6 +215,51 @@ def test_dbt_and_python_accept_and_reject_the_same_entries(dbt_project):
 @pytest.mark.parametrize(("name", "doc", "expected"), VARIANTS, ids=[v[0] for v in VARIANTS])
 def test_the_model_accepts_and_rejects(name, doc, expected):
     assert _python_accepts(doc, segment_types()) is expected
+
+
+def test_dbt_reads_the_file_settings_name_as_data_never_as_a_template(dbt_project, tmp_path):
+    """The project's own macros/metric_registry.sql with the vars `quicexp dbt` passes
+    (dbt_args): dbt sees the metrics of the file QUICEXP_METRICS_FILE names; Jinja in the text
+    is not run (the plain-text check refuses it); without the var dbt stops with one line."""
+    from datetime import date
+
+    from quicexp.app.dbt import dbt_args
+
+    shutil.copy(REPO_ROOT / "macros" / "metric_registry.sql", dbt_project / "macros")
+    other = tmp_path / "metrics.yml"
+    other.write_text(_text(_added()))
+    args = dbt_args("parse", load_settings(home=tmp_path, metrics_file=other), date(2026, 6, 15))
+    dbt_vars = args[args.index("--vars") + 1]
+    parsed = _parse(dbt_project, "--vars", dbt_vars)
+    assert parsed.success, parsed.exception
+    meta = parsed.result.nodes["model.quicexp.registry_check"].config.meta
+    assert meta["metrics"] == [m["name"] for m in _added()["metrics"]]
+
+    ran = _text(_first(description="{{ exceptions.raise_compiler_error('the text ran') }}"))
+    refused = _parse(dbt_project, "--vars", json.dumps({"metric_registry": yaml.safe_load(ran)}))
+    assert not refused.success
+    assert "description that is not plain text" in str(refused.exception), refused.exception
+
+    missing = _parse(dbt_project)
+    assert "run dbt through `quicexp dbt`" in str(missing.exception), missing.exception
+
+    other.write_text(_text(_first(filter="reflect('java.lang.Runtime', 'getRuntime') is null")))
+    with pytest.raises(ConfigError, match="filter names reflect, neither a column"):
+        dbt_args("parse", load_settings(home=tmp_path, metrics_file=other), date(2026, 6, 15))
+
+
+def _staging_columns(source: str) -> list[str]:
+    """The output columns of models/staging/stg_telemetry__<source>.sql: its `renamed` select
+    list, one column (or `expression as name`) a line."""
+    sql = (REPO_ROOT / "models" / "staging" / f"stg_telemetry__{source}.sql").read_text()
+    select = re.search(r"renamed as \(\s*select(.*?)\n\s*from source", sql, re.S).group(1)
+    lines = [ln.split("--")[0].strip().rstrip(",") for ln in select.splitlines()]
+    return [re.split(r"\s+as\s+", ln)[-1] for ln in lines if ln]
+
+
+@pytest.mark.parametrize("source", EVENT_SOURCES)
+def test_the_filter_grammar_knows_the_staging_columns(source):
+    assert filter_grammar()["columns"][source] == _staging_columns(source)
 
 
 def test_the_registry_loads_through_settings(monkeypatch, tmp_path):

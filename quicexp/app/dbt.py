@@ -15,15 +15,19 @@ from datetime import date
 
 from quicexp.config import REPO_ROOT, Settings
 from quicexp.errors import DataQualityError, QuicexpError, ServiceUnavailable
+from quicexp.metrics import registry_document
 
 
 def dbt_args(command: str, settings: Settings, day: date, extra: list[str] | None = None) -> list[str]:
+    """dbt's arguments for ``command``; the vars carry the day, the schemas and the metric
+    registry (the file Settings.metrics_file names, validated, as data; macros/metric_registry.sql)."""
     variables = {
         "day": day.isoformat(),
         "lookback_days": settings.ingest.lookback_days,
         "bronze_schema": settings.bronze_schema,
         "silver_schema": settings.silver_schema,
         "gold_schema": settings.gold_schema,
+        "metric_registry": registry_document(settings.metrics_file),
     }
     return [
         command,
@@ -56,12 +60,13 @@ def run_dbt(
     """
     os.environ.setdefault("QUICEXP_DBT_TARGET", "local")
     os.environ.setdefault("DBT_SEND_ANONYMOUS_USAGE_STATS", "false")
+    parse_args = dbt_args("parse", settings, day)  # a bad metric registry stops here, first
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="dbt-alongside") as pool:
         pending = pool.submit(alongside) if alongside is not None else None
         from dbt.cli.main import dbtRunner
 
         # the project parsed on its own (the selection and flags are the command's, not parse's)
-        parsed = dbtRunner().invoke(dbt_args("parse", settings, day))
+        parsed = dbtRunner().invoke(parse_args)
         if pending is not None:
             pending.result()  # its error first: the command needs what it publishes
     if not parsed.success:
