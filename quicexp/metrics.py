@@ -62,6 +62,9 @@ GROUPS: tuple[str, ...] = get_args(Group)
 NAME_PATTERN = r"^[a-z][a-z0-9_]{0,62}$"
 #: a SQL expression may be written as a bare number in YAML (``denominator: 1``)
 SqlText = str
+#: units of quantities that cannot be negative (durations, sizes, rates, counts, shares): no
+#: value, mean or quantile of a metric in one of them is negative (stats.inputs rejects such rows)
+NON_NEGATIVE_UNITS = frozenset({"ms", "s", "bytes", "kbit/s", "fraction", "stalls"})
 #: text shown to people (description, unit, label): no braces (Jinja), no control characters
 NOT_PLAIN = re.compile(r"[{}\x00-\x1f\x7f]")
 #: the dbt macro file that defines the filter grammar (macro metric_filter_grammar_yaml)
@@ -161,6 +164,11 @@ class Metric(BaseModel):
     def higher_is_better(self) -> bool:
         return self.direction == "increase"
 
+    @property
+    def non_negative(self) -> bool:
+        """Its values cannot be negative: its unit is one of :data:`NON_NEGATIVE_UNITS`."""
+        return self.unit in NON_NEGATIVE_UNITS
+
 
 class MetricRegistry(BaseModel):
     """All metrics, in the file's order (the report's reading order within a group)."""
@@ -174,6 +182,11 @@ class MetricRegistry(BaseModel):
 
     def get(self, name: str) -> Metric | None:
         return self.by_name().get(name)
+
+    @property
+    def non_negative_names(self) -> frozenset[str]:
+        """The metrics whose values cannot be negative (:attr:`Metric.non_negative`)."""
+        return frozenset(m.name for m in self.metrics if m.non_negative)
 
     @property
     def names(self) -> list[str]:

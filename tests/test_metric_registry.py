@@ -341,3 +341,14 @@ def test_the_report_job_stops_on_a_missing_registry_before_any_spark(tmp_path):
     settings = load_settings(home=tmp_path, metrics_file=tmp_path / "nope.yml")
     with pytest.raises(ConfigError, match="cannot read the metric registry"):
         jobs.report.run(None, settings, date(2026, 6, 17), "fhol_test")
+
+
+def test_the_registry_knows_which_metrics_cannot_be_negative():
+    """By unit: durations, sizes, rates, counts and shares are never negative (the stats engine
+    rejects such rows); a metric in another unit is not constrained."""
+    registry = parse_metrics(_text(_added(unit="dB")), "variant", segment_types())
+    assert registry.get("request_latency_p").non_negative
+    assert registry.get("retransmit_rate").non_negative  # a fraction
+    assert not registry.get("handshake_time").non_negative
+    assert "handshake_time" not in registry.non_negative_names
+    assert "mtbr" in registry.non_negative_names
