@@ -22,7 +22,12 @@ from stats.inputs import describe, grid_matrices, normalize, row_problems
 from stats.quantile import quantile_arm
 from stats.results import ArmEstimate, ComparisonResult
 from stats.schema import COVARIATES, GROUP_COLUMNS, OUTPUT_COLUMNS, REQUIRED_COLUMNS
-from stats.sequential import calibrated_alpha, confidence_sequence, running_intersection
+from stats.sequential import (
+    calibrated_alpha,
+    confidence_sequence,
+    relative_sequence,
+    running_intersection,
+)
 from stats.settings import AnalysisSettings
 from stats.srm_table import srm_columns
 from stats.statistics import (
@@ -183,6 +188,9 @@ def _compute(
         "cuped_variance_reduction": np.full(rows, np.nan),
         "_grid_flag": np.zeros(rows, np.int64),
         "_cuped": np.zeros(rows, bool),
+        "var_control": np.full(rows, np.nan),
+        "var_treatment": np.full(rows, np.nan),
+        "_information": _information(pairs),
     }
     z = float(sps.norm.ppf(1 - s.alpha / 2))
     kind = pairs["metric_kind"].to_numpy(dtype=object)
@@ -206,6 +214,8 @@ def _compute(
                 trt = linearize(_statistic(pairs, k, "t", m, False))
             test = "z" if k == "proportion" or s.reference == "z" else "welch"
             _scatter(cols, m, compare(ctl, trt, s.alpha, test, s.relative_ci))
+            cols["var_control"][m] = ctl.variance
+            cols["var_treatment"][m] = trt.variance
     out = pairs[[*GROUP_COLUMNS, "metric_kind", "is_guardrail"]].copy()
     out["quantile_p"] = pairs["quantile_p_c"].where(pairs["metric_kind"] == "quantile")
     out["control_arm"], out["treatment_arm"] = pairs["arm_c"], pairs["arm_t"]
@@ -214,6 +224,39 @@ def _compute(
     for name, arr in cols.items():
         out[name] = arr
     out["method"] = pairs["metric_kind"].map(_METHOD) + np.where(cols["_cuped"], "+cuped", "")
+    return out
+
+
+def _information(pairs: pd.DataFrame) -> np.ndarray:
+    """Per pair: the smaller arm's effective number of events behind its estimate.
+
+    A normal interval needs more than a handful of non-zero observations: with none its
+    variance estimate is 0 and every interval collapses. Per arm, from the sums alone:
+    proportion min(events, non-events); mean (sum y)^2 / sum y^2 (the number of units with a
+    non-zero value when those values are equal: Kish's effective sample size of the
+    non-negative values); ratio the smaller of the numerator's and the denominator's;
+    quantile min(p, 1 - p) x events (observations beyond the quantile). The always-valid
+    interval skips looks below ``AnalysisSettings.sequential_min_events``.
+    """
+    kind = pairs["metric_kind"].to_numpy(dtype=object)
+    out = np.full(len(pairs), np.inf)
+    for side in ("c", "t"):
+
+        def g(name: str, side: str = side) -> np.ndarray:
+            return pairs[f"{name}_{side}"].to_numpy(dtype=float)
+
+        n, sy, sy2 = g("n_units"), g("sum_y"), g("sum_y2")
+        with np.errstate(divide="ignore", invalid="ignore"):
+            kish_y = np.where(sy2 > 0, sy * sy / sy2, 0.0)
+            kish_x = np.where(g("sum_x2") > 0, g("sum_x") ** 2 / g("sum_x2"), 0.0)
+            p = g("quantile_p")
+            beyond_quantile = np.minimum(p, 1.0 - p) * g("n_events")
+            info = np.select(
+                [kind == "proportion", kind == "mean", kind == "ratio", kind == "quantile"],
+                [np.minimum(sy, n - sy), kish_y, np.minimum(kish_y, kish_x), beyond_quantile],
+                np.nan,
+            )
+        out = np.fmin(out, np.where(np.isfinite(info), info, 0.0))
     return out
 
 
@@ -240,13 +283,18 @@ def _finish(res: pd.DataFrame, s: AnalysisSettings) -> pd.DataFrame:
     res["correction_method"] = np.where(guard, s.guardrail_correction, s.correction)
     res["is_significant"] = adj < s.alpha
     plan = _plan(res, s)
-    _sequential(res, s, plan)
+    seq_flags = _sequential(res, s, plan)
     res["mde_abs"] = power.mde(res["se_abs"].to_numpy() ** 2, s.alpha, s.target_power)
     with np.errstate(divide="ignore", invalid="ignore"):
         res["mde_rel"] = res["mde_abs"] / res["value_control"].abs()
     _power_columns(res, s, plan)
     res["relative_method"] = s.relative_ci
     res["alpha"] = s.alpha
+    res["se_control"] = np.sqrt(res["var_control"].to_numpy(float))
+    res["se_treatment"] = np.sqrt(res["var_treatment"].to_numpy(float))
+    res["effective_events"] = res["_information"]
+    res["sequential_tuning_n"] = plan.tuning_n
+    res["sequential_calibrated"] = plan.calibrated
     nonfinite = ~np.isfinite(res["p_value"].to_numpy(float))
     flags = {
         "srm": res["_srm"].to_numpy(bool),
@@ -257,6 +305,10 @@ def _finish(res: pd.DataFrame, s: AnalysisSettings) -> pd.DataFrame:
         "quantile_window_widened": (res["_grid_flag"].to_numpy() & 2).astype(bool),
         "not_computable": nonfinite,
         "sequential_past_plan": plan.past_plan,
+        "sequential_beyond_plan": plan.beyond_plan,
+        "sequential_insufficient_data": (seq_flags & 1).astype(bool),
+        "sequential_rel_unbounded": (seq_flags & 2).astype(bool),
+        "sequential_conflict": (seq_flags & 4).astype(bool),
     }
     text = np.full(len(res), "", dtype=object)
     for name, mask in flags.items():
@@ -271,7 +323,8 @@ def _finish(res: pd.DataFrame, s: AnalysisSettings) -> pd.DataFrame:
 @dataclass(frozen=True)
 class _Plan:
     """Per result row: planned units of each arm of the pair (NaN: no plan), the sequence's
-    N* and level, the target effect, and whether the look is past the planned days."""
+    N* and level, the target effect, whether the look is past the planned days, and whether
+    the pair's units exceed the planned total N*."""
 
     n_control: np.ndarray
     n_treatment: np.ndarray
@@ -279,6 +332,8 @@ class _Plan:
     seq_alpha: np.ndarray
     target: np.ndarray
     past_plan: np.ndarray
+    beyond_plan: np.ndarray
+    calibrated: np.ndarray
 
 
 def _plan(res: pd.DataFrame, s: AnalysisSettings) -> _Plan:
@@ -287,12 +342,14 @@ def _plan(res: pd.DataFrame, s: AnalysisSettings) -> _Plan:
     planned_units_per_arm: arm a plans units x (number of arms) x share_a (``expected_split``;
     equal split when the experiment is not listed). planned_days alone: each arm's current
     size times planned_days / days elapsed (unit counts only, never outcomes), at least the
-    current size. N* is the pair's planned total; within the planned days the level is the one
-    calibrated to monitoring up to N* (:func:`calibrated_alpha`), after them alpha.
+    current size. N* is the pair's planned total. Wherever N* comes from a plan, the level is
+    the one calibrated to monitoring up to N* (:func:`calibrated_alpha`: it covers any schedule
+    of looks up to N*, so ``planned_days`` is not needed for it); after the planned days it is
+    alpha (flag ``sequential_past_plan``), and a look with more units than N* is flagged
+    ``sequential_beyond_plan`` (the calibration no longer covers it).
     """
     rows = len(res)
     nc_plan, nt_plan = np.full(rows, np.nan), np.full(rows, np.nan)
-    looks = np.zeros(rows, np.int64)
     target = np.full(rows, np.nan)
     past = np.zeros(rows, bool)
     exp = res["experiment_id"].to_numpy(dtype=object)
@@ -310,9 +367,7 @@ def _plan(res: pd.DataFrame, s: AnalysisSettings) -> _Plan:
             days = res.loc[m, "as_of_date"].to_numpy().astype("datetime64[D]")
             elapsed = (days - start).astype(np.int64) + 1.0
         if p.planned_days is not None and elapsed is not None:
-            within = elapsed <= p.planned_days
-            past[m] = ~within
-            looks[m] = np.where(within, p.planned_days, 0)
+            past[m] = elapsed > p.planned_days
         if p.planned_units_per_arm is not None:
             split = s.expected_split.get(eid)
             for side, arr in (("control_arm", nc_plan), ("treatment_arm", nt_plan)):
@@ -325,11 +380,15 @@ def _plan(res: pd.DataFrame, s: AnalysisSettings) -> _Plan:
         elif p.planned_days is not None and elapsed is not None:
             factor = np.maximum(p.planned_days / np.maximum(elapsed, 1.0), 1.0)
             nc_plan[m], nt_plan[m] = nc[m] * factor, nt[m] * factor
-    tuning = np.where(np.isfinite(nc_plan + nt_plan), nc_plan + nt_plan, s.sequential_tuning_n)
+    planned = np.isfinite(nc_plan + nt_plan)
+    tuning = np.where(planned, nc_plan + nt_plan, s.sequential_tuning_n)
     seq_alpha = np.full(rows, s.seq_alpha)
-    if (looks > 0).any():
-        seq_alpha[looks > 0] = calibrated_alpha(s.seq_alpha)
-    return _Plan(nc_plan, nt_plan, tuning, seq_alpha, target, past)
+    calibrated = planned & ~past
+    if calibrated.any():
+        seq_alpha[calibrated] = calibrated_alpha(s.seq_alpha)
+    with np.errstate(invalid="ignore"):
+        beyond = planned & (nc + nt > tuning * (1.0 + 1e-9))
+    return _Plan(nc_plan, nt_plan, tuning, seq_alpha, target, past, beyond, calibrated)
 
 
 def _power_columns(res: pd.DataFrame, s: AnalysisSettings, plan: _Plan) -> None:
@@ -362,27 +421,53 @@ def _power_columns(res: pd.DataFrame, s: AnalysisSettings, plan: _Plan) -> None:
         ).to_numpy(float) / (res["ci_abs_upper"] - res["ci_abs_lower"]).to_numpy(float)
 
 
-def _sequential(res: pd.DataFrame, s: AnalysisSettings, plan: _Plan) -> None:
-    """Confidence sequences (absolute and relative), intersected over the table's looks."""
+def _sequential(res: pd.DataFrame, s: AnalysisSettings, plan: _Plan) -> np.ndarray:
+    """Confidence sequences (absolute; relative by Fieller at the sequence's boundary),
+    intersected over the table's looks that carry enough information.
+
+    A look whose smaller arm has fewer than ``sequential_min_events`` effective events
+    (:func:`_information`) gets no sequential interval and is left out of the intersection:
+    its variance estimate is not yet a variance (0 with no events), and one degenerate look
+    would otherwise pin every later intersection. Unbounded relative looks add no constraint.
+    Should a running intersection become empty (the sequence contradicted by the data: at
+    most alpha in probability for a valid sequence), the look's own interval is reported and
+    the row is flagged ``sequential_conflict`` instead of printing an empty interval.
+
+    Returns:
+        The per-row flag bits: 1 insufficient data, 2 relative unbounded, 4 conflict.
+    """
     n_total = (res["n_control"] + res["n_treatment"]).to_numpy(float)
-    keys = [
-        "experiment_id",
-        "metric",
-        "segment_type",
-        "segment_value",
-        "treatment_arm",
-        "quantile_p",
-    ]
+    keys = ["experiment_id", "metric", "segment_type", "segment_value", "treatment_arm",
+            "quantile_p"]  # fmt: skip
     comp_id = res.groupby(keys, dropna=False, sort=False).ngroup().to_numpy()
     day = res["as_of_date"].to_numpy().astype("int64")
-    for scale in ("abs", "rel"):
-        est = res[f"delta_{scale}"].to_numpy(float)
-        var = res[f"se_{scale}"].to_numpy(float) ** 2
-        cs = confidence_sequence(
-            est, var, n_total, plan.seq_alpha, plan.tuning_n, nominal_alpha=s.seq_alpha
-        )
-        lo, hi, p = running_intersection(comp_id, day, cs.ci_lower, cs.ci_upper, cs.p_value)
-        res[f"seq_ci_{scale}_lower"], res[f"seq_ci_{scale}_upper"] = lo, hi
-        if scale == "abs":
-            res["seq_p_value"] = p
+    ok = res["_information"].to_numpy(float) >= s.sequential_min_events
+    flags = np.where(ok, 0, 1)
+    nan = np.full(len(res), np.nan)
+
+    est = res["delta_abs"].to_numpy(float)
+    cs = confidence_sequence(est, res["se_abs"].to_numpy(float) ** 2, n_total, plan.seq_alpha,
+                             plan.tuning_n, nominal_alpha=s.seq_alpha)  # fmt: skip
+    lo_look = np.where(ok, cs.ci_lower, np.nan)
+    hi_look = np.where(ok, cs.ci_upper, np.nan)
+    lo, hi, p = running_intersection(comp_id, day, lo_look, hi_look, np.where(ok, cs.p_value, nan))
+    empty = lo > hi
+    res["seq_ci_abs_lower"] = np.where(empty, lo_look, lo)
+    res["seq_ci_abs_upper"] = np.where(empty, hi_look, hi)
+    res["seq_p_value"] = p
+
+    ctl = ArmEstimate(res["value_control"].to_numpy(float), res["var_control"].to_numpy(float),
+                      res["n_control"].to_numpy(float))  # fmt: skip
+    trt = ArmEstimate(res["value_treatment"].to_numpy(float),
+                      res["var_treatment"].to_numpy(float), res["n_treatment"].to_numpy(float))
+    rlo, rhi, unbounded = relative_sequence(ctl, trt, n_total, plan.seq_alpha, plan.tuning_n)
+    rlo_look = np.where(ok & ~unbounded, rlo, np.nan)
+    rhi_look = np.where(ok & ~unbounded, rhi, np.nan)
+    lo_r, hi_r, _ = running_intersection(comp_id, day, rlo_look, rhi_look, nan)
+    empty_r = lo_r > hi_r
+    res["seq_ci_rel_lower"] = np.where(empty_r, rlo_look, lo_r)
+    res["seq_ci_rel_upper"] = np.where(empty_r, rhi_look, hi_r)
+    flags |= np.where(ok & unbounded & np.isnan(lo_r), 2, 0)
+    flags |= np.where(empty | empty_r, 4, 0)
     res["is_seq_significant"] = (res["seq_ci_abs_lower"] > 0) | (res["seq_ci_abs_upper"] < 0)
+    return flags

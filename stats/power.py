@@ -55,7 +55,12 @@ def sample_size_per_arm(
 
 
 def sequential_power(
-    noncentrality: Arr, looks: int, alpha: float = 0.05, paths: int = 100_000, seed: int = 1
+    noncentrality: Arr,
+    looks: int,
+    alpha: float = 0.05,
+    paths: int = 100_000,
+    seed: int = 1,
+    sides: int = 2,
 ) -> Arr:
     """Probability that the plan-calibrated confidence sequence excludes 0 by the planned size.
 
@@ -64,18 +69,27 @@ def sequential_power(
     in the Gaussian limit: Z at information t = N / N* is W(t)/sqrt(t) + noncentrality sqrt(t),
     noncentrality = true delta / its standard error at N* (the fixed-horizon power at N* is
     :func:`power` with the same ratio). Monte Carlo over ``paths`` Brownian paths (fixed seed,
-    common to every noncentrality).
+    common to every noncentrality). ``sides=1``: the one-sided test at level ``alpha`` (its
+    boundary calibrated with ``calibrated_alpha(alpha, sides=1)``) crossing in the direction of
+    the effect, as the decision's tests (:mod:`stats.decision`).
     """
     frac = np.arange(1, looks + 1) / looks
     rng = np.random.default_rng(seed)
     w = np.cumsum(rng.standard_normal((paths, looks)), axis=1) / np.sqrt(looks)
-    bound = brownian_boundary(frac, calibrated_alpha(alpha))
+    bound = brownian_boundary(frac, calibrated_alpha(alpha, sides=sides))
     theta = np.atleast_1d(np.asarray(noncentrality, float))
-    out = np.array([(np.abs(w + th * frac) >= bound).any(axis=1).mean() for th in theta])
+
+    def crossed(th: float) -> np.ndarray:
+        z = w + th * frac
+        return (z if sides == 1 else np.abs(z)) >= bound
+
+    out = np.array([crossed(th).any(axis=1).mean() for th in theta])
     return out if np.ndim(noncentrality) else float(out[0])
 
 
-def sequential_noncentrality(target_power: float, looks: int, alpha: float = 0.05) -> float:
+def sequential_noncentrality(
+    target_power: float, looks: int, alpha: float = 0.05, sides: int = 2
+) -> float:
     """Noncentrality at N* at which :func:`sequential_power` reaches ``target_power``.
 
     A metric whose true delta over its standard error at n units is theta reaches it at
@@ -84,5 +98,6 @@ def sequential_noncentrality(target_power: float, looks: int, alpha: float = 0.0
     lo, hi = 0.0, 10.0
     while hi - lo > 1e-3:
         mid = 0.5 * (lo + hi)
-        lo, hi = (mid, hi) if sequential_power(mid, looks, alpha) < target_power else (lo, mid)
+        reach = sequential_power(mid, looks, alpha, sides=sides)
+        lo, hi = (mid, hi) if reach < target_power else (lo, mid)
     return 0.5 * (lo + hi)

@@ -75,4 +75,6 @@ OUTPUT_COLUMNS = [
     "mde_abs", "mde_rel", "alpha",
     "mde_relative", "mde_relative_planned", "target_relative_effect", "is_underpowered",
     "sequential_width_ratio",
+    "se_control", "se_treatment", "effective_events",
+    "sequential_tuning_n", "sequential_calibrated",
 ]  # fmt: skip

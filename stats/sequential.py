@@ -46,7 +46,8 @@ import numpy as np
 import numpy.typing as npt
 
 from stats._types import Arr
-from stats.results import SequentialResult
+from stats.frequentist import fieller_interval
+from stats.results import ArmEstimate, SequentialResult
 
 
 def mixing_rho2(alpha: Arr, tuning_n: Arr) -> Arr:
@@ -71,7 +72,9 @@ def brownian_boundary(frac: npt.NDArray[np.float64], level: float) -> npt.NDArra
 
 
 @functools.lru_cache(maxsize=64)
-def calibrated_alpha(alpha: float, looks: int | None = None, seed: int = 20260101) -> float:
+def calibrated_alpha(
+    alpha: float, looks: int | None = None, seed: int = 20260101, sides: int = 2
+) -> float:
     """Level alpha' whose mixture boundary is crossed with probability ``alpha`` up to N*.
 
     ``looks=None`` (what the engine uses): a Brownian motion W on (0, 1] (t = N / N*) watched
@@ -86,16 +89,21 @@ def calibrated_alpha(alpha: float, looks: int | None = None, seed: int = 2026010
     Args:
         alpha: target probability of ever rejecting a true H0 up to the planned size.
         looks: None for any schedule of looks up to N*; K for exactly K equally spaced looks.
+        sides: 2 for the two-sided interval (|W| crosses); 1 for a one-sided test (W crosses
+            the upper boundary only: superiority, non-inferiority and deterioration tests of
+            :mod:`stats.decision`).
 
     Returns:
         alpha' (>= alpha).
     """
+    if sides not in (1, 2):
+        raise ValueError(f"sides must be 1 or 2, got {sides}")
     rng = np.random.default_rng(seed)
     steps = _CONTINUOUS_STEPS if looks is None else looks
     shift = _SIEGMUND_RHO / np.sqrt(steps) if looks is None else 0.0
     frac = np.arange(1, steps + 1) / steps
     w = np.cumsum(rng.standard_normal((_CALIBRATION_PATHS, steps), dtype=np.float32), axis=1)
-    abs_w = np.abs(w) / np.float32(np.sqrt(steps))
+    abs_w = (np.abs(w) if sides == 2 else w) / np.float32(np.sqrt(steps))
 
     def crossing(level: float) -> float:
         bound = (brownian_boundary(frac, level) - shift).astype(np.float32)
@@ -146,6 +154,44 @@ def confidence_sequence(
     scale = 1.0 if nominal_alpha is None else np.asarray(nominal_alpha, float) / a
     p_value = np.minimum(1.0, scale * np.exp(-log_lambda))
     return SequentialResult(est - hw, est + hw, p_value)
+
+
+def boundary_multiplier(n_total: Arr, alpha: Arr, tuning_n: Arr) -> Arr:
+    """The sequence's half-width in standard errors at a look: hw / sqrt(V).
+
+    hw^2 = V (1 + N rho^2) / (N rho^2) (2 log(1/alpha) + log(1 + N rho^2)) depends on V only as
+    a factor (module docstring), so the boundary of *any* asymptotically normal statistic with
+    variance V at this look is this multiplier times sqrt(V) - which is what makes the
+    Fieller-type relative sequence (:func:`relative_sequence`) and the one-sided tests of
+    :mod:`stats.decision` the same mixture martingale as the absolute interval.
+    """
+    n = np.asarray(n_total, float)
+    a = np.asarray(alpha, float)
+    nr2 = n * mixing_rho2(a, tuning_n)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.sqrt((1.0 + nr2) / nr2 * (2.0 * np.log(1.0 / a) + np.log1p(nr2)))
+
+
+def relative_sequence(
+    control: ArmEstimate, treatment: ArmEstimate, n_total: Arr, alpha: Arr, tuning_n: Arr
+) -> tuple[Arr, Arr, Arr]:
+    """Always-valid interval of m_t / m_c - 1 at one look: Fieller's set at the sequence's
+    boundary (Fieller 1954, with the fixed z replaced by :func:`boundary_multiplier`).
+
+    For every fixed lift r, D(r) = m_t - (1 + r) m_c has mean 0 when r is the true lift and
+    variance V_t + (1 + r)^2 V_c; the normal-mixture martingale of D(r) crosses its boundary
+    with probability at most alpha over all looks, so {r : D(r)^2 <= c (V_t + (1 + r)^2 V_c)}
+    holds the true lift at every look at once. Unlike a symmetric delta-method interval on the
+    lift it is unbounded (not a point at -100%) while the control mean is not significantly
+    above 0, and it is the interval the one-sided decision tests of :mod:`stats.decision`
+    invert. An arm whose variance estimate is 0 (no events yet) still makes any normal
+    interval degenerate: the engine keeps such looks out (``sequential_min_events``).
+
+    Returns:
+        (ci_lower, ci_upper, unbounded) as :func:`stats.frequentist.fieller_interval`.
+    """
+    z = boundary_multiplier(n_total, alpha, tuning_n)
+    return fieller_interval(control, treatment, z)
 
 
 def running_intersection(

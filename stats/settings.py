@@ -62,6 +62,8 @@ class AnalysisSettings(BaseModel):
             in total units (both arms), for experiments without a plan in ``plans``.
         plans: experiment_id -> :class:`ExperimentPlan`; sizes the sequence (N* and the number
             of looks), the planned MDE and the power flag (docs/stats.md, "Plan").
+        sequential_min_events: a look enters the always-valid interval only when each arm has
+            at least this many effective events (``effective_events``; docs/stats.md).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -83,6 +85,7 @@ class AnalysisSettings(BaseModel):
     sequential_alpha: float | None = Field(None, gt=0.0, lt=1.0)
     sequential_tuning_n: float = Field(100_000.0, gt=0.0)
     plans: dict[str, ExperimentPlan] = Field(default_factory=dict)
+    sequential_min_events: float = Field(10.0, ge=0.0)
 
     @property
     def seq_alpha(self) -> float:
@@ -110,3 +113,75 @@ class AnalysisSettings(BaseModel):
         else:
             raise ValueError(f"config must be .json, .toml or .yaml, got {path.name}")
         return cls.model_validate(data)
+
+
+class MetricRole(BaseModel):
+    """One declared metric of an experiment and what the decision asks of it.
+
+    Attributes:
+        role: ``success`` (what the experiment is meant to improve), ``guardrail`` (what must
+            not get worse beyond its margin) or ``mechanism`` (what must move if the treatment
+            is on at all).
+        metric: the metric's name (the ``metric`` column of the results).
+        quantile: for a quantile metric, which quantile (``quantile_p``).
+        better: the direction that is better for this metric (the metric registry's
+            ``direction``); for a mechanism metric, the direction it is expected to move.
+        minimum_effect: success: the smallest relative improvement worth shipping (planning,
+            and the days-to-power estimate).
+        margin: guardrail: the non-inferiority margin, relative (0.02 = 2% worse at most).
+        margin_absolute: guardrail: the margin in the metric's unit (for metrics whose control
+            can be 0, where a relative margin is undefined).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    role: Literal["success", "guardrail", "mechanism"]
+    metric: str
+    quantile: float | None = Field(None, gt=0.0, lt=1.0)
+    better: Literal["increase", "decrease"]
+    minimum_effect: float | None = Field(None, gt=0.0)
+    margin: float | None = Field(None, gt=0.0)
+    margin_absolute: float | None = Field(None, gt=0.0)
+
+
+class DecisionPlan(BaseModel):
+    """An experiment's declared metrics and the shape of its analysis.
+
+    Attributes:
+        roles: the declared metrics (at least one success metric for a ship decision).
+        start_date: day 1 of the experiment.
+        planned_days: the planned end is start_date + planned_days - 1.
+        analysis: ``sequential``: the always-valid tests at every daily look (ship as soon as
+            the rule holds); ``fixed_horizon``: superiority and non-inferiority are tested once,
+            at the planned end (deterioration is always watched sequentially).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    roles: tuple[MetricRole, ...]
+    start_date: date
+    planned_days: int | None = Field(None, gt=0)
+    analysis: Literal["sequential", "fixed_horizon"] = "sequential"
+
+
+class DecisionSettings(BaseModel):
+    """Everything :func:`stats.decision.decide` can be told.
+
+    Attributes:
+        alpha: the decision's false-ship rate (and the false-rollback rate when nothing moved).
+        power: the decision's planned probability to ship when every success metric moves by
+            its minimum effect and no guardrail moves.
+        srm_alpha: the sample-ratio gate's threshold on the results' ``srm_p_value``.
+        sequential_min_events: a look counts only when each arm has at least this many
+            effective events (as :class:`AnalysisSettings`).
+        experiments: experiment_id -> :class:`DecisionPlan`; experiments not listed get no
+            verdict.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    alpha: float = Field(0.05, gt=0.0, lt=0.5)
+    power: float = Field(0.8, gt=0.5, lt=1.0)
+    srm_alpha: float = Field(0.001, gt=0.0, lt=1.0)
+    sequential_min_events: float = Field(10.0, ge=0.0)
+    experiments: dict[str, DecisionPlan] = Field(default_factory=dict)
