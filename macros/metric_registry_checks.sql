@@ -8,7 +8,7 @@
     {%- set name = raw.get('name') -%}
     {%- set known = ['name', 'description', 'kind', 'source', 'numerator', 'denominator', 'value',
                      'filter', 'quantiles', 'histogram_of', 'segments', 'unit', 'direction',
-                     'guardrail', 'label', 'group', 'scale'] -%}
+                     'guardrail', 'margin', 'margin_absolute', 'label', 'group', 'scale'] -%}
     {%- for key in raw if key not in known -%}
         {%- do exceptions.raise_compiler_error("registry/metrics.yml: metric " ~ name ~ " has unknown field " ~ key) -%}
     {%- endfor -%}
@@ -25,6 +25,14 @@
     {%- endif -%}
     {%- if 'guardrail' in raw and not (raw['guardrail'] is sameas true or raw['guardrail'] is sameas false) -%}
         {%- do exceptions.raise_compiler_error("registry/metrics.yml: metric " ~ name ~ " has a guardrail that is not true or false") -%}
+    {%- endif -%}
+    {%- for key in ['margin', 'margin_absolute'] if key in raw -%}
+        {%- if not (raw[key] is number and raw[key] is not sameas true and raw[key] is not sameas false and raw[key] > 0) -%}
+            {%- do exceptions.raise_compiler_error("registry/metrics.yml: metric " ~ name ~ " has a " ~ key ~ " that is not a positive number") -%}
+        {%- endif -%}
+    {%- endfor -%}
+    {%- if 'margin' in raw and 'margin_absolute' in raw -%}
+        {%- do exceptions.raise_compiler_error("registry/metrics.yml: metric " ~ name ~ " has both margin and margin_absolute") -%}
     {%- endif -%}
     {%- if 'group' in raw and raw['group'] not in ['latency', 'video', 'transport', 'qlog', 'other'] -%}
         {%- do exceptions.raise_compiler_error("registry/metrics.yml: metric " ~ name ~ " has unknown group " ~ raw['group']) -%}

@@ -131,6 +131,10 @@ class Metric(BaseModel):
     unit: str = Field(min_length=1)
     direction: Literal["increase", "decrease"]
     guardrail: StrictBool = False
+    # default non-inferiority margin when an experiment declares the metric a guardrail
+    # (registry/experiments.yml may override it): relative, or in the metric's unit
+    margin: StrictFloat | None = Field(default=None, gt=0)
+    margin_absolute: StrictFloat | None = Field(default=None, gt=0)
     # display facts (the report, the scorecard)
     label: str = Field(min_length=1)
     group: Group = "other"
@@ -153,6 +157,8 @@ class Metric(BaseModel):
             raise ValueError(f"ratio metric {self.name} needs a denominator")
         if any(not 0 < p < 1 for p in self.quantiles):
             raise ValueError(f"metric {self.name} has a quantile outside (0, 1)")
+        if self.margin is not None and self.margin_absolute is not None:
+            raise ValueError(f"metric {self.name} has both margin and margin_absolute")
         if self.filter is not None:
             try:
                 check_filter(self.filter, self.source)

@@ -46,22 +46,30 @@ from stats.settings import DecisionPlan, DecisionSettings, MetricRole
 
 VERDICTS = ("ship", "rollback", "keep_running", "no_ship", "invalid")
 
-#: one row per experiment x as_of_date x treatment arm
-DECISION_COLUMNS = [
-    "experiment_id", "as_of_date", "control_arm", "treatment_arm", "verdict", "reasons",
-    "analysis", "day_of_experiment", "planned_days", "days_to_planned_power",
-    "n_control", "n_treatment", "alpha", "power",
-    "n_success", "n_guardrails", "success_alpha", "guardrail_alpha", "deterioration_alpha",
-    "guardrail_power",
-]  # fmt: skip
+#: one row per experiment x as_of_date x treatment arm: column -> type (Spark SQL names, so
+#: the tables in the lake are declared from here)
+DECISION_TYPES = {
+    "experiment_id": "string", "as_of_date": "date", "control_arm": "string",
+    "treatment_arm": "string", "verdict": "string", "reasons": "array<string>",
+    "analysis": "string", "day_of_experiment": "int", "planned_days": "int",
+    "days_to_planned_power": "double", "n_control": "bigint", "n_treatment": "bigint",
+    "alpha": "double", "power": "double", "n_success": "int", "n_guardrails": "int",
+    "success_alpha": "double", "guardrail_alpha": "double", "deterioration_alpha": "double",
+    "guardrail_power": "double",
+}  # fmt: skip
+DECISION_COLUMNS = list(DECISION_TYPES)
 
 #: one row per experiment x as_of_date x treatment arm x declared metric x test
-TEST_COLUMNS = [
-    "experiment_id", "as_of_date", "control_arm", "treatment_arm", "role", "metric",
-    "quantile_p", "test", "better", "threshold", "threshold_scale", "level", "sequential",
-    "value_control", "value_treatment", "delta_abs", "delta_rel", "statistic", "critical",
-    "bound", "is_informative", "passed_at_look", "passed",
-]  # fmt: skip
+TEST_TYPES = {
+    "experiment_id": "string", "as_of_date": "date", "control_arm": "string",
+    "treatment_arm": "string", "role": "string", "metric": "string", "quantile_p": "double",
+    "test": "string", "better": "string", "threshold": "double", "threshold_scale": "string",
+    "level": "double", "sequential": "boolean", "value_control": "double",
+    "value_treatment": "double", "delta_abs": "double", "delta_rel": "double",
+    "statistic": "double", "critical": "double", "bound": "double",
+    "is_informative": "boolean", "passed_at_look": "boolean", "passed": "boolean",
+}  # fmt: skip
+TEST_COLUMNS = list(TEST_TYPES)
 
 #: what each role tests: (test, threshold source, side relative to ``better``, level family)
 _TESTS = {
@@ -261,6 +269,8 @@ def decide(results: pd.DataFrame, settings: DecisionSettings) -> Decisions:
     verdicts = pd.concat(frames, ignore_index=True)
     keep = [c for c in (*DECISION_COLUMNS, "segment_value") if c in verdicts.columns]
     tests = tests.reindex(columns=[*TEST_COLUMNS, "segment_value", "label"])
+    if len(tests):
+        tests["as_of_date"] = pd.to_datetime(tests["as_of_date"]).dt.date
     return Decisions(verdicts[keep].reset_index(drop=True), tests.reset_index(drop=True))
 
 

@@ -306,6 +306,12 @@ def main(argv: list[str] | None = None) -> int:
         help="units per arm of --relative (comma-separated)",
     )
     parser.add_argument(
+        "--quantile-sims",
+        type=int,
+        default=0,
+        help="experiments a size for the p95 lines of --relative (default: as many)",
+    )
+    parser.add_argument(
         "--decision",
         type=int,
         metavar="SIMS",
@@ -317,8 +323,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)  # fmt: skip
     start = time.perf_counter()
     for size in [int(v) for v in args.sizes.split(",")] if args.relative else []:
-        for name, value in relative_aa(args.seed + size, args.relative, size).items():
-            print(f"{size:7d} {name:40s} {value:.6f}", flush=True)
+        q_sims = min(args.relative, args.quantile_sims or args.relative)
+        for metrics, sims, seed in ((METRICS[:3], args.relative, args.seed + size),
+                                    (METRICS[3:], q_sims, args.seed + size + 1)):  # fmt: skip
+            for name, value in relative_aa(seed, sims, size, metrics=metrics).items():
+                print(f"{size:7d} {name:40s} {value:.6f}", flush=True)
     if args.decision:
         units = planned_units()
         print(f"{'planned units per arm':48s} {units}", flush=True)

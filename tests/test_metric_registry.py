@@ -121,6 +121,11 @@ VARIANTS = [
     ("unknown group", _first(group="misc"), False),
     ("scale zero", _first(scale=0), False),
     ("scale as text", _first(scale="100"), False),
+    ("a default non-inferiority margin", _added(margin=0.02), True),
+    ("an absolute margin", _added(margin_absolute=1.5), True),
+    ("a margin of zero", _added(margin=0), False),
+    ("a margin as text", _added(margin="2%"), False),
+    ("both margins", _added(margin=0.02, margin_absolute=1.0), False),
     # text fields are plain text: Jinja in them is refused, not run
     (
         "Jinja in a description",
