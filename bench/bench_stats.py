@@ -43,7 +43,7 @@ def build_table(comparisons: int, seed: int = 0) -> pd.DataFrame:
     mean, sd = rng.uniform(1, 100, rows), rng.uniform(1, 50, rows)
     x_mean = rng.uniform(2, 8, rows)
     p = np.where(kind == "quantile", 0.95, np.nan)
-    n_ev = n * x_mean
+    n_ev = np.round(n * x_mean)  # counts are whole numbers (stats.inputs checks it)
     s_iid = np.sqrt(0.95 * 0.05 / n_ev)
     grid_c = np.array([-8.0, -4.0, -2.0, -1.0, 0.0, 1.0, 2.0, 4.0, 8.0])
     grid_p = 0.95 + s_iid[:, None] * grid_c
@@ -55,12 +55,12 @@ def build_table(comparisons: int, seed: int = 0) -> pd.DataFrame:
         "segment_value": np.where(idx["s"] == 0, "all", "p" + idx["s"].astype(str)),
         "arm": np.where(idx["arm"] == 0, "control", "treatment"), "is_control": idx["arm"] == 0,
         "as_of_date": pd.Timestamp("2026-01-01") + pd.to_timedelta(idx["d"], "D"), "n_units": n,
-        "sum_y": np.where(kind == "proportion", n * 0.3, n * mean),
-        "sum_y2": np.where(kind == "proportion", n * 0.3, n * (mean**2 + sd**2)),
+        "sum_y": np.where(kind == "proportion", np.round(n * 0.3), n * mean),
+        "sum_y2": np.where(kind == "proportion", np.round(n * 0.3), n * (mean**2 + sd**2)),
         "sum_x": n * x_mean, "sum_x2": n * (x_mean**2 + 4), "sum_xy": n * (mean * x_mean + sd),
-        "quantile_p": p, "quantile_value": mean, "n_events": n_ev, "sum_s": 0.95 * n_ev,
-        "sum_s2": n * ((0.95 * x_mean) ** 2 * 1.5 + 0.05 * x_mean), "sum_n": n_ev, "sum_n2": n * x_mean**2 * 1.6,
-        "sum_sn": n * 0.95 * x_mean**2 * 1.55,
+        "quantile_p": p, "quantile_value": mean, "n_events": n_ev, "sum_s": np.ceil(0.95 * n_ev),
+        "sum_s2": np.round(n * ((0.95 * x_mean) ** 2 * 1.5 + 0.05 * x_mean)), "sum_n": n_ev,
+        "sum_n2": np.round(n * x_mean**2 * 1.6), "sum_sn": np.round(n * 0.95 * x_mean**2 * 1.55),
     })  # fmt: skip
     is_q = kind == "quantile"
     table["grid_p"] = pd.Series(list(grid_p), dtype=object).where(is_q, None)

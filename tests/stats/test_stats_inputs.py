@@ -93,6 +93,8 @@ def test_valid_edge_values_pass(rng):
     rows[0]["sum_s"] = rows[0]["sum_n"]  # fraction exactly 1 is possible (tiny arm)
     rows[0]["sum_s2"] = rows[0]["sum_n2"]
     rows[0]["sum_sn"] = rows[0]["sum_n2"]
+    # ... when no event is above the quantile: the grid above p is the quantile itself
+    rows[0]["grid_value"] = [min(v, rows[0]["quantile_value"]) for v in rows[0]["grid_value"]]
     r = ratio_rows(rng)
     r[0].update(sum_y=0.0, sum_y2=0.0, sum_xy=0.0)
     out = analyze_table(pd.concat([table(rows), table(r)], ignore_index=True))

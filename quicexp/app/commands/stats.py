@@ -2,21 +2,41 @@
 
 The command function is plain and typer-annotated so that the project CLI can register it
 (``app.command("stats")(stats_command)``). Errors are :mod:`quicexp.errors` kinds (one line, exit code by kind);
-bad input rows are one line each on stderr and the other rows are still analysed.
+bad input rows are one line each on stderr and the other rows are still analysed; when no row
+can be analysed the command writes nothing and ends with a data-quality error. Warnings of the
+numerical libraries go to the log file (``<home>/logs/quicexp.log``), never to the console.
 """
 
 from __future__ import annotations
 
+import logging
+import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 from pydantic import ValidationError
 
-from quicexp.errors import ConfigError, InputDataError, QuicexpError
+from quicexp.errors import ConfigError, DataQualityError, InputDataError, QuicexpError
 
 if TYPE_CHECKING:
     from stats.settings import AnalysisSettings
+
+
+#: numerical warnings are logged here; the console shows this logger's records only from ERROR
+#: on (quicexp.app.cli, "summarised"), the log file all of them
+_LOG = logging.getLogger("stats.engine")
+
+
+def _log_to_file() -> None:
+    """Log records also to ``<home>/logs/quicexp.log`` (when the settings can be read)."""
+    from quicexp.app.cli import log_to_file
+    from quicexp.config import load_settings
+
+    try:
+        log_to_file(load_settings())
+    except (ConfigError, OSError):  # the stats command works without a writable home
+        pass
 
 
 def _fail(message: str, kind: type[QuicexpError] = ConfigError) -> QuicexpError:
@@ -86,20 +106,31 @@ def stats_command(
     from stats.inputs import SchemaError
     from stats.io import TableFormatError, read_table, write_table
 
+    _log_to_file()
     try:
-        table = read_table(input)
-        if output.suffix.lower() not in (".parquet", ".pq", ".csv"):
-            raise TableFormatError(
-                f"unsupported output type '{output.suffix}' (use .parquet or .csv)"
-            )
-        result = analyze_table(table, settings)
-        for issue in result.issues:
-            typer.echo(f"skipped {issue}", err=True)
-        write_table(result.results, output)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            table = read_table(input)
+            if output.suffix.lower() not in (".parquet", ".pq", ".csv"):
+                raise TableFormatError(
+                    f"unsupported output type '{output.suffix}' (use .parquet or .csv)"
+                )
+            result = analyze_table(table, settings)
+            for issue in result.issues:
+                typer.echo(f"skipped {issue}", err=True)
+            if result.results.empty:
+                rows = f"{len(table)} rows, all skipped" if len(table) else "no rows"
+                raise DataQualityError(
+                    f"no comparison could be analysed ({input}: {rows}); {output} not written"
+                )
+            write_table(result.results, output)
     except (FileNotFoundError, TableFormatError, SchemaError) as exc:
         raise _fail(str(exc), InputDataError) from None
     except OSError as exc:
         raise _fail(f"cannot write {output}: {exc.strerror or exc}", QuicexpError) from None
+    finally:
+        for w in caught:  # the log file only: the console has the one-line messages
+            _LOG.warning("%s:%s: %s: %s", w.filename, w.lineno, w.category.__name__, w.message)
     typer.echo(
         f"wrote {len(result.results)} comparisons to {output}"
         f" ({len(result.issues)} input rows skipped)"
