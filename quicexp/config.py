@@ -65,6 +65,45 @@ class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+#: Spark's memory sizes (JavaUtils.byteStringAs): a whole number and a unit k, m, g, t or p
+#: (an optional b), or bytes
+_MEMORY_SIZE = re.compile(r"^([0-9]+)([kmgtp]?)b?$", re.IGNORECASE)
+#: the smallest driver heap Spark starts with: 1.5 x its reserved 300 MiB (UnifiedMemoryManager
+#: refuses less than 450 MiB of JVM heap), rounded up
+MIN_DRIVER_MEMORY = 512 * 2**20
+#: the master URLs Spark 4 knows (SparkContext.createTaskScheduler): local, local[N], local[*],
+#: local[N,F], local-cluster[N,C,M], spark://host:port[,host:port...], yarn, k8s://...
+_MASTER = re.compile(
+    r"^(local(\[([1-9][0-9]*|\*)(,\s*[0-9]+)?\])?"
+    r"|local-cluster\[[1-9][0-9]*,\s*[1-9][0-9]*,\s*[1-9][0-9]*\]"
+    r"|spark://[^\s/,:]+:[0-9]{1,5}(,[^\s/,:]+:[0-9]{1,5})*"
+    r"|yarn|k8s://\S+)$"
+)
+#: keys of spark.extra_conf the project sets itself: owned by a setting, or what every session
+#: needs to see the lake (Delta's extension and catalog, the shared metastore, the warehouse)
+OWNED_SPARK_CONF = {
+    "spark.master": "set spark.master",
+    "spark.driver.memory": "set spark.driver_memory",
+    "spark.authenticate.secret": "set spark.auth_secret_file",
+    "spark.sql.extensions": "Delta's session extension, which every table of the lake needs",
+    "spark.sql.catalog.spark_catalog": "Delta's catalog, which every table of the lake needs",
+    "spark.sql.catalogImplementation": "the shared Hive metastore's",
+    "spark.sql.warehouse.dir": "set lake_root",
+    "spark.hadoop.javax.jdo.option.ConnectionURL": "set the catalog section",
+    "spark.hadoop.javax.jdo.option.ConnectionDriverName": "set the catalog section",
+    "spark.hadoop.javax.jdo.option.ConnectionUserName": "set the catalog section",
+    "spark.hadoop.javax.jdo.option.ConnectionPassword": "set the catalog section",
+}
+
+
+def memory_bytes(value: str) -> int:
+    """Bytes of a Spark memory size (``4g``, ``512m``); ValueError when it is none."""
+    match = _MEMORY_SIZE.match(value.strip())
+    if not match:
+        raise ValueError(f"{value!r} is not a memory size such as 4g or 512m")
+    return int(match.group(1)) * 1024 ** "bkmgtp".index(match.group(2).lower() or "b")
+
+
 class SparkSettings(_Section):
     """Where and how Spark runs."""
 
@@ -84,6 +123,31 @@ class SparkSettings(_Section):
     #: The garbage collector of every Spark JVM the project starts (drivers, executors, the Thrift
     #: server): ``parallel`` (throughput) or ``g1`` (shorter pauses on large heaps).
     gc: Literal["parallel", "g1"] = "parallel"
+
+    @field_validator("master")
+    @classmethod
+    def _known_master(cls, value: str) -> str:
+        if not _MASTER.match(value):
+            raise ValueError(
+                f"{value!r} is not a Spark master URL (local, local[N], local[*], "
+                "spark://host:port, yarn, k8s://...)"
+            )
+        return value
+
+    @field_validator("driver_memory")
+    @classmethod
+    def _memory_size(cls, value: str) -> str:
+        if memory_bytes(value) < MIN_DRIVER_MEMORY:
+            raise ValueError(f"{value!r} is below the 512m Spark needs to start")
+        return value
+
+    @field_validator("extra_conf")
+    @classmethod
+    def _not_owned(cls, value: dict[str, str]) -> dict[str, str]:
+        for key in value:
+            if key in OWNED_SPARK_CONF:
+                raise ValueError(f"{key} is the project's ({OWNED_SPARK_CONF[key]}); not settable here")
+        return value
 
 
 class CatalogSettings(_Section):
@@ -296,7 +360,7 @@ def load_settings(**overrides: Any) -> Settings:
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "config"
-        message = first["msg"]
+        message = str(first["msg"]).removeprefix("Value error, ")
         if first["type"] == "extra_forbidden":
             message = "unknown setting (a typo?)"
         raise ConfigError(f"bad configuration at {where}: {message}") from None
@@ -305,10 +369,13 @@ def load_settings(**overrides: Any) -> Settings:
 
 
 def parse_day(value: str | date) -> date:
-    """Parse a logical day given as YYYY-MM-DD."""
+    """Parse a logical day given as YYYY-MM-DD, and only so: ``date.fromisoformat`` also
+    reads ``20260615`` and the ISO week date ``2026-W25-1`` as 2026-06-15."""
     if isinstance(value, date):
         return value
     try:
+        if not re.fullmatch(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", value):
+            raise ValueError(value)
         return date.fromisoformat(value)
     except (TypeError, ValueError):
         raise ConfigError(f"bad day {value!r}: expected YYYY-MM-DD") from None

@@ -365,6 +365,35 @@ def _output_to(path: Path) -> Iterator[None]:
             os.close(descriptor)
 
 
+#: seconds a standalone master gets to accept a connection before the command gives up on it
+MASTER_CONNECT_TIMEOUT = 5.0
+
+
+def check_master_reachable(master: str, timeout: float = MASTER_CONNECT_TIMEOUT) -> None:
+    """A ``spark://host:port[,host:port]`` master must accept a TCP connection (one of its
+    hosts, for a standby list) before a driver JVM is started for it: a driver whose master does
+    not answer keeps trying to register (89 s here, "All masters are unresponsive! Giving up.")
+    and then fails with "Cannot call methods on a stopped SparkContext", exit 1. Other masters
+    (local, yarn, k8s) are left to Spark.
+
+    Raises:
+        ServiceUnavailable: no host of the master accepted a connection within ``timeout``.
+    """
+    import socket
+
+    if not master.startswith("spark://"):
+        return
+    failures = []
+    for address in master.removeprefix("spark://").split(","):
+        host, _, port = address.rpartition(":")
+        try:
+            with socket.create_connection((host, int(port)), timeout=timeout):
+                return
+        except OSError as exc:
+            failures.append(f"{address}: {exc.strerror or exc}")
+    raise ServiceUnavailable(f"spark.master {master} is not reachable ({'; '.join(failures)})")
+
+
 def build_spark(
     settings: Settings,
     app_name: str = "quicexp",
@@ -378,6 +407,7 @@ def build_spark(
 
     from quicexp.catalog import ensure_catalog, refuse_jvm
 
+    check_master_reachable(settings.spark.master)  # before the metastore and the JVM start
     refuse_jvm("a Spark session")
     ensure_catalog(settings)
     # PySpark starts its Python workers with $PYSPARK_PYTHON (default: `python3` on PATH, which

@@ -184,3 +184,42 @@ def test_loopback_hosts_are_accepted(clean_env, host):
 def test_a_jdbc_catalog_may_name_any_host(clean_env):
     url = "jdbc:postgresql://postgres:5432/metastore"
     assert load_settings(catalog={"kind": "jdbc", "jdbc_url": url, "host": "postgres"}).catalog.jdbc_url == url
+
+
+# --- issue 40: inputs that cannot be right ------------------------------------------------------
+
+
+@pytest.mark.parametrize("text", ["20260615", "2026-W25-1", "2026-166", "2026-6-15", "2026-06-15T00:00", " 2026-06-15"])
+def test_a_day_is_yyyy_mm_dd_and_nothing_else(text):
+    """date.fromisoformat reads the first three as 2026-06-15 (and more): only YYYY-MM-DD passes."""
+    with pytest.raises(ConfigError) as err:
+        parse_day(text)
+    assert _one_line(err) == f"bad day {text!r}: expected YYYY-MM-DD"
+
+
+@pytest.mark.parametrize(
+    ("spark", "message"),
+    [
+        ({"driver_memory": "lots"}, "spark.driver_memory: 'lots' is not a memory size such as 4g or 512m"),
+        ({"driver_memory": "4x"}, "spark.driver_memory: '4x' is not a memory size"),
+        ({"driver_memory": "100m"}, "spark.driver_memory: '100m' is below the 512m Spark needs to start"),
+        ({"master": "spark:/host:7077"}, "spark.master: 'spark:/host:7077' is not a Spark master URL"),
+        ({"master": "local[0]"}, "spark.master: 'local[0]' is not a Spark master URL"),
+        ({"extra_conf": {"spark.sql.extensions": "com.example.Ext"}},
+         "spark.extra_conf: spark.sql.extensions is the project's (Delta's session extension"),
+        ({"extra_conf": {"spark.master": "local[1]"}}, "spark.extra_conf: spark.master is the project's (set spark.master)"),
+    ],
+)  # fmt: skip
+def test_spark_settings_that_cannot_start_a_session_are_usage_errors(clean_env, tmp_path, spark, message):
+    with pytest.raises(ConfigError) as err:
+        load_settings(home=tmp_path, spark=spark)
+    text = _one_line(err)
+    assert text.startswith("bad configuration at ") and message in text, text
+
+
+def test_spark_settings_spark_accepts(clean_env, tmp_path):
+    for spark in ({"driver_memory": "512m"}, {"driver_memory": "4G"}, {"driver_memory": "2gb"},
+                  {"master": "local[*]"}, {"master": "local[2,3]"}, {"master": "spark://a:7077,b:7077"},
+                  {"master": "yarn"}, {"master": "k8s://https://10.0.0.1:6443"},
+                  {"extra_conf": {"spark.executor.memory": "3g", "spark.driver.host": "pipeline"}}):  # fmt: skip
+        load_settings(home=tmp_path, spark=spark)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import sys
 import time
-from datetime import timedelta
+from datetime import UTC, date, datetime, timedelta
 from functools import partial
 from pathlib import Path
 from typing import Annotated
@@ -46,6 +46,26 @@ _ClickException = typer.BadParameter.__mro__[2]
 
 
 DayOption = Annotated[str, typer.Option("--date", "-d", help="Logical day, YYYY-MM-DD.")]
+ForceOption = Annotated[
+    bool,
+    typer.Option("--force", help="Process a day after today (UTC), which is refused otherwise."),
+]
+
+
+def day_to_process(value: str, force: bool = False) -> date:
+    """The --date of a command that writes the lake for that day: YYYY-MM-DD, and not after
+    today (UTC) unless forced: nothing can have been uploaded for a day that has not begun, so
+    a future day is a typo or a wrong clock, and processing it would file late events under it."""
+    d = parse_day(value)
+    today = datetime.now(UTC).date()
+    if d > today:
+        if not force:
+            raise ConfigError(
+                f"day {d} is in the future (today is {today}, UTC): nothing is uploaded for it "
+                "yet; pass --force to process it anyway"
+            )
+        log.warning("day %s is in the future (today is %s, UTC): processed because of --force", d, today)
+    return d
 
 
 def _settings() -> Settings:
@@ -119,13 +139,14 @@ def ingest(
     strict: Annotated[
         bool, typer.Option("--strict", help="Fail the day on a landing file that cannot be read (default: quarantine it by name).")
     ] = False,
+    force: ForceOption = False,
 ) -> None:
     """Load one upload day from the landing zone into bronze Delta tables."""
     import jobs.ingest
     from jobs.ingest.landing import day_bytes, find_batches
     from quicexp import telemetry
 
-    settings, d = _settings(), parse_day(day)
+    settings, d = _settings(), day_to_process(day, force)
     find_batches(settings.landing_root, d, telemetry.EVENT_KINDS)  # landing errors before a JVM starts
     spark = _spark(settings, "quicexp-ingest", day_bytes(settings.landing_root, d))
     summary = jobs.ingest.run(spark, settings, d, strict=strict)
@@ -142,13 +163,14 @@ def dbt(
     select: Annotated[str | None, typer.Option("--select", "-s", help="dbt node selection.")] = None,
     exclude: Annotated[str | None, typer.Option("--exclude", help="dbt nodes left out of the selection.")] = None,
     full_refresh: Annotated[bool, typer.Option("--full-refresh", help="Rebuild incremental models.")] = False,
+    force: ForceOption = False,
 ) -> None:
     """Run dbt in the pipeline's Spark session (publishes the registry first)."""
     import jobs.registry
     from jobs.ingest.landing import day_bytes
     from quicexp.app.dbt import run_dbt
 
-    settings, d = _settings(), parse_day(day)
+    settings, d = _settings(), day_to_process(day, force)
     # the day's uploads stand for the day's data; a full refresh reads every day (size unknown)
     spark = _spark(settings, "quicexp-dbt", None if full_refresh else day_bytes(settings.landing_root, d))
     extra = (
@@ -160,11 +182,11 @@ def dbt(
 
 
 @app.command()
-def results(day: DayOption) -> None:
+def results(day: DayOption, force: ForceOption = False) -> None:
     """Compute gold.experiment_results from the sufficient-statistics mart."""
     import jobs.experiment_results
 
-    settings, d = _settings(), parse_day(day)
+    settings, d = _settings(), day_to_process(day, force)
     n = jobs.experiment_results.run(_spark(settings, "quicexp-results", MART_INPUT_BYTES), settings, d)
     typer.echo(f"results {d}: {n} comparisons")
 
@@ -183,9 +205,13 @@ def report(
     ends with one line naming the failed ones (non-zero exit).
     """
     import jobs.report
+    from quicexp.registry import load_registry
 
     settings, d = _settings(), parse_day(day)
     wanted = list(dict.fromkeys(experiments))  # each once, in the order given
+    registry = load_registry(settings.registry_file)
+    for experiment in wanted:  # an unknown id is a usage error, found before the JVM starts
+        registry.get(experiment)
     spark = _spark(settings, "quicexp-report", MART_INPUT_BYTES)
     failed: list[str] = []
     for experiment in wanted:
@@ -209,6 +235,7 @@ def run_day(
         list[str] | None,
         typer.Option("--skip", help="A step not to run (repeatable): ingest, ingest_qlog, dbt_build, results or reports."),
     ] = None,
+    force: ForceOption = False,
 ) -> None:
     """Registry → ingest → dbt build → results → reports for one day, in one Spark session."""
     from jobs.ingest.landing import day_bytes
@@ -217,7 +244,7 @@ def run_day(
 
     skip = skip or []
     check_steps(skip)  # before the JVM starts
-    settings, d = _settings(), parse_day(day)
+    settings, d = _settings(), day_to_process(day, force)
     CONSOLE_FILTER.progress = ("quicexp.app",)  # one line per stage; the jobs' detail in the log
     typer.echo(f"logs: {settings.home / 'logs'} (quicexp.log, spark.log, dbt.log)")
     spark = _spark(settings, "quicexp-daily", day_bytes(settings.landing_root, d))

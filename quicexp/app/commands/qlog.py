@@ -9,13 +9,17 @@ import typer
 
 def qlog_command(
     day: Annotated[str, typer.Option("--date", "-d", help="Upload day, YYYY-MM-DD.")],
+    force: Annotated[
+        bool, typer.Option("--force", help="Process a day after today (UTC), which is refused otherwise.")
+    ] = False,
 ) -> None:
     """Load the day's qlog files (landing/upload_date=D/qlog/) into bronze.qlog_connections."""
     import jobs.qlog.job
-    from quicexp.config import load_settings, parse_day
+    from quicexp.app.cli import day_to_process
+    from quicexp.config import load_settings
     from quicexp.spark import build_spark
 
-    settings, d = load_settings(), parse_day(day)
+    settings, d = load_settings(), day_to_process(day, force)
     traces, sidecars = jobs.qlog.job.qlog_files(settings, d)  # landing errors before a JVM starts
     size = sum(path.stat().st_size for path in [*traces, *sidecars])  # sets the JVM's JIT
     summary = jobs.qlog.job.run(build_spark(settings, "quicexp-qlog", input_bytes=size), settings, d)
