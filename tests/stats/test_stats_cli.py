@@ -101,3 +101,43 @@ def test_garbage_input_file_is_one_line(tmp_path):
     res = stats(str(src), str(tmp_path / "o.csv"))
     assert res.returncode == InputDataError.exit_code and res.stderr.count("\n") == 1
     assert "cannot read" in res.stderr
+
+
+def test_decisions_beside_the_results_from_the_registry_setting(rng, tmp_path):
+    """--decisions: the verdicts of the registry's experiments, recomputed from sufficient
+    statistics without Spark (as the daily results step computes them)."""
+    import os
+
+    from tests.helpers import quicexp as run
+
+    registry = tmp_path / "experiments.yml"
+    registry.write_text(
+        "experiments:\n"
+        "  - id: e1\n    title: t\n    start_date: '2026-01-01'\n"
+        "    planned_units_per_arm: 5000\n    planned_days: 10\n"
+        "    metrics: {success: [{metric: request_latency_per_client, minimum_effect: 0.05}],"
+        " guardrails: [{metric: mtbr, margin: 0.5}]}\n"
+        "    arms: [{name: A, share: 0.5, is_control: true}, {name: B, share: 0.5}]\n"
+    )
+    rows = [r for d in ("2026-01-01", "2026-01-02") for m, shift in
+            (("request_latency_per_client", -0.6), ("mtbr", 0.0))
+            for r in mean_rows(rng, metric=m, n=2000, day=d, shift=shift)]  # fmt: skip
+    src, dst = tmp_path / "in.parquet", tmp_path / "res.parquet"
+    table(rows).to_parquet(src)
+    env = {**os.environ, "QUICEXP_REGISTRY_FILE": str(registry), "QUICEXP_HOME": str(tmp_path)}
+    res = run("stats", str(src), str(dst), "--decisions", str(tmp_path / "v.csv"), env=env,
+              timeout=120)  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    assert "wrote 2 verdicts" in res.stdout
+    v = pd.read_csv(tmp_path / "v.csv")
+    assert v["verdict"].tolist() == ["ship", "ship"]
+    assert v["reasons"].iloc[-1] == "success_better:request_latency_per_client;guardrail_noninferior:mtbr"
+    results = pd.read_parquet(dst)
+    assert results["sequential_calibrated"].all()  # the registry's plan sized the analysis
+    # a registry that declares nothing: one line, usage
+    registry.write_text(registry.read_text().replace(
+        "    metrics: {success: [{metric: request_latency_per_client, minimum_effect: 0.05}],"
+        " guardrails: [{metric: mtbr, margin: 0.5}]}\n", ""))  # fmt: skip
+    res = run("stats", str(src), str(dst), "--decisions", str(tmp_path / "v.csv"), env=env)
+    assert res.returncode == 2 and "declares its metrics" in res.stderr
+    assert len(res.stderr.strip().splitlines()) == 1

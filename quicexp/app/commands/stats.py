@@ -81,6 +81,15 @@ def stats_command(
     sequential_tuning_n: Annotated[
         str | None, typer.Option(help="Mixing parameter N* of the sequential interval.")
     ] = None,
+    decisions: Annotated[
+        Path | None,
+        typer.Option(
+            "--decisions",
+            help="Also write the verdicts of the experiments that declare their metrics in the "
+            "experiment registry (QUICEXP_REGISTRY_FILE) to this file (.parquet or .csv); the "
+            "registry's plans and splits then size the analysis, as in the daily run.",
+        ),
+    ] = None,
 ) -> None:
     """Compute deltas, intervals, SRM, corrections and sequential intervals for a table.
 
@@ -92,29 +101,43 @@ def stats_command(
         raise _fail("missing argument " + ("INPUT" if input is None else "OUTPUT"))
     if config is not None and not config.is_file():
         raise _fail(f"config file not found: {config}")
+    registry_overrides = _registry_overrides() if decisions is not None else {}
     try:
         settings = _settings(
             config,
-            {"alpha": alpha, "correction": correction, "relative_ci": relative_ci,
-             "sequential_tuning_n": sequential_tuning_n},
+            {**registry_overrides, "alpha": alpha, "correction": correction,
+             "relative_ci": relative_ci, "sequential_tuning_n": sequential_tuning_n},
         )  # fmt: skip
     except ValidationError as exc:
         raise _fail(_validation_message(exc)) from None
     except (ValueError, OSError, ImportError) as exc:
         raise _fail(f"cannot read config {config}: {str(exc).splitlines()[0]}") from None
+    _log_to_file()
+    result, verdicts = _analyse(input, output, settings, decisions)
+    typer.echo(
+        f"wrote {len(result.results)} comparisons to {output}"
+        f" ({len(result.issues)} input rows skipped)"
+    )
+    if decisions is not None:
+        typer.echo(f"wrote {len(verdicts)} verdicts to {decisions}")
+
+
+def _analyse(input: Path, output: Path, settings: AnalysisSettings, decisions: Path | None):
+    """Read, analyse, write the results (and the verdicts); errors as one-line kinds."""
     from stats.engine import analyze_table
     from stats.inputs import SchemaError
     from stats.io import TableFormatError, read_table, write_table
 
-    _log_to_file()
+    verdicts = None
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             table = read_table(input)
-            if output.suffix.lower() not in (".parquet", ".pq", ".csv"):
-                raise TableFormatError(
-                    f"unsupported output type '{output.suffix}' (use .parquet or .csv)"
-                )
+            for path in (output, decisions):
+                if path is not None and path.suffix.lower() not in (".parquet", ".pq", ".csv"):
+                    raise TableFormatError(
+                        f"unsupported output type '{path.suffix}' (use .parquet or .csv)"
+                    )
             result = analyze_table(table, settings)
             for issue in result.issues:
                 typer.echo(f"skipped {issue}", err=True)
@@ -124,14 +147,49 @@ def stats_command(
                     f"no comparison could be analysed ({input}: {rows}); {output} not written"
                 )
             write_table(result.results, output)
+            if decisions is not None:
+                verdicts = _decide(result.results, settings.alpha)
+                write_table(_flat(verdicts, decisions), decisions)
     except (FileNotFoundError, TableFormatError, SchemaError) as exc:
         raise _fail(str(exc), InputDataError) from None
     except OSError as exc:
-        raise _fail(f"cannot write {output}: {exc.strerror or exc}", QuicexpError) from None
+        raise _fail(f"cannot write {exc.filename or output}: {exc.strerror or exc}",
+                    QuicexpError) from None  # fmt: skip
     finally:
         for w in caught:  # the log file only: the console has the one-line messages
             _LOG.warning("%s:%s: %s: %s", w.filename, w.lineno, w.category.__name__, w.message)
-    typer.echo(
-        f"wrote {len(result.results)} comparisons to {output}"
-        f" ({len(result.issues)} input rows skipped)"
-    )
+    return result, verdicts
+
+
+def _registry_overrides() -> dict[str, object]:
+    """The experiment registry's plans and splits, as the daily run gives them to the engine."""
+    from jobs.experiment_results import analysis_settings
+    from quicexp.config import load_settings
+    from quicexp.registry import load_registry
+
+    engine = analysis_settings(load_registry(load_settings().registry_file))
+    return {"plans": engine.plans, "expected_split": engine.expected_split}
+
+
+def _decide(results, alpha: float):
+    """Verdicts of every look in ``results`` for the registry's experiments with declared
+    metrics (stats.decision, as the daily results step computes them)."""
+    from quicexp.config import load_settings
+    from quicexp.metrics import load_metrics
+    from quicexp.registry import load_registry
+    from stats.decision import decide
+    from stats.settings import DecisionSettings
+
+    settings = load_settings()
+    registry = load_registry(settings.registry_file)
+    plans = registry.decision_plans(load_metrics(settings.metrics_file))
+    if not plans:
+        raise ConfigError(f"no experiment of {settings.registry_file} declares its metrics")
+    return decide(results, DecisionSettings(alpha=alpha, experiments=plans)).verdicts
+
+
+def _flat(verdicts, path: Path):
+    """A CSV cell holds text: the reasons joined by ';' there (a list in Parquet)."""
+    if path.suffix.lower() == ".csv":
+        return verdicts.assign(reasons=verdicts["reasons"].map(";".join))
+    return verdicts
