@@ -32,8 +32,10 @@ import json
 import math
 import zlib
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import BinaryIO
 
 from quicexp import telemetry
 
@@ -136,8 +138,17 @@ def check_record(text: str, fields: list[telemetry.Field]) -> tuple[list[object]
     return values, reason
 
 
-def _open(path: str):
-    return gzip.open(path, "rb") if path.endswith(".gz") else open(path, "rb")
+@contextmanager
+def _open(path: str) -> Iterator[BinaryIO]:
+    """The file's bytes (gunzipped for ``.gz``); a symbolic link is refused, never followed."""
+    from jobs.ingest.landing import open_no_follow
+
+    with open_no_follow(path) as raw:
+        if path.endswith(".gz"):
+            with gzip.GzipFile(fileobj=raw, mode="rb") as fh:
+                yield fh
+        else:
+            yield raw
 
 
 def read_records(path: str) -> list[bytes]:

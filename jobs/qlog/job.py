@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING
 from jobs import day_runs
 from jobs.delta_io import ensure_schema, ensure_table, qualified
 from jobs.ingest import dedup, tables
-from jobs.ingest.landing import LandingError, day_dir
+from jobs.ingest.landing import LandingError, day_dir, open_no_follow, refuse_unaccounted
 from quicexp.config import Settings
 
 if TYPE_CHECKING:
@@ -117,11 +117,14 @@ def list_landing(settings: Settings, day: date) -> QlogLanding:
     """Every file under the day's ``qlog/`` folder, at any depth (no glob, no skipped names).
 
     A missing day folder is an error (the data has not arrived); a day folder without ``qlog/``
-    is a day without qlog.
+    is a day without qlog. A symbolic link (or FIFO, device) anywhere under ``qlog/`` refuses
+    the day before anything is read (jobs.ingest.landing.refuse_unaccounted): links are never
+    followed.
     """
     folder = day_dir(settings.landing_root, day)
     if not folder.is_dir():
         raise LandingError(f"no landing data for {day.isoformat()}: {folder} does not exist")
+    refuse_unaccounted(folder, day, (), qlog=True)
     root = folder / FOLDER
     traces, sidecars, other = [], [], []
     for dirpath, dirnames, filenames in os.walk(root):
@@ -198,7 +201,8 @@ def read_sidecars(paths: list[Path] | tuple[Path, ...], day: date) -> SidecarRes
     for path in paths:
         uri = _uri(path)
         try:
-            data = path.read_bytes()
+            with open_no_follow(path) as fh:
+                data = fh.read()
             text = (gzip.decompress(data) if data[:2] == b"\x1f\x8b" else data).decode("utf-8")
         except (OSError, EOFError, UnicodeDecodeError) as exc:
             parsed.append((uri, 0, "", None, "unreadable_file"))

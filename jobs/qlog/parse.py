@@ -203,7 +203,7 @@ def parse_path(path: str, uri: str | None = None) -> list[dict[str, Any]]:
     """
     uri = uri or path
     try:
-        with open(path, "rb") as fh:
+        with os.fdopen(os.open(path, os.O_RDONLY | os.O_NOFOLLOW), "rb") as fh:  # a link: refused
             mtime = datetime.fromtimestamp(os.fstat(fh.fileno()).st_mtime, tz=UTC)
             data = fh.read()
     except OSError as exc:

@@ -99,3 +99,147 @@ def test_cli_bad_day_and_missing_landing(lake):
     missing = InputDataError.exit_code  # the landing data has not arrived
     _one_line_error(_cli(settings, "ingest-qlog", "--date", "2026-06-18"), "does not exist", code=missing)
     _one_line_error(_cli(settings, "ingest", "--date", "2026-06-18"), "landing", "does not exist", code=missing)
+
+
+# --- issue 40: every entry of a day's folder is accounted for; symbolic links are never read ----
+# (no JVM: the command refuses the day while listing it, before Spark; QUICEXP_NO_JVM proves it)
+
+
+@pytest.fixture
+def landing_cli(monkeypatch, capsys, tmp_path):
+    """(settings, run): ``quicexp ARGV`` through the console entry point in this process, with
+    a home of its own and no JVM allowed; ``run`` returns (exit code, stderr lines)."""
+    import logging
+
+    from quicexp.app.cli import main
+    from quicexp.catalog import NO_JVM_VARIABLE
+    from quicexp.config import load_settings
+
+    for key in ("QUICEXP_LAKE_ROOT", "QUICEXP_LANDING_ROOT", "QUICEXP_METASTORE_DIR"):
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.setenv("QUICEXP_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv(NO_JVM_VARIABLE, "1")
+    settings = load_settings()
+    root = logging.getLogger()
+    before = list(root.handlers)
+
+    def run(*argv: str) -> tuple[int, list[str]]:
+        code = main(list(argv))
+        return code, [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+
+    yield settings, run
+    for handler in root.handlers[:]:
+        if handler not in before:
+            root.removeHandler(handler)
+            handler.close()
+
+
+def _host_file(tmp_path):
+    secret = tmp_path / "host" / "secret.jsonl"
+    secret.parent.mkdir()
+    secret.write_text('{"host": "file"}\n')
+    return secret
+
+
+def _misspelt_kind(day, tmp_path):
+    write_jsonl_gz(day / "http_transaction" / "a.jsonl.gz", json_day("http_transactions", D, 5)[0])
+    return day / "http_transaction", "a folder that is no event kind"
+
+
+def _nested(day, tmp_path):
+    write_jsonl_gz(day / "http_transactions" / "late" / "a.jsonl.gz", json_day("http_transactions", D, 5)[0])
+    return day / "http_transactions" / "late", "a subfolder of a kind folder"
+
+
+def _at_root(day, tmp_path):
+    write_jsonl_gz(day / "a.jsonl.gz", json_day("http_transactions", D, 5)[0])
+    return day / "a.jsonl.gz", "a file at the day's root"
+
+
+def _linked_file(day, tmp_path):
+    (day / "http_transactions").mkdir(parents=True)
+    (day / "http_transactions" / "b.jsonl").symlink_to(_host_file(tmp_path))
+    return day / "http_transactions" / "b.jsonl", "a symbolic link"
+
+
+def _linked_kind(day, tmp_path):
+    (day / "http_transactions").symlink_to(_host_file(tmp_path).parent, target_is_directory=True)
+    return day / "http_transactions", "a symbolic link"
+
+
+def _fifo(day, tmp_path):
+    import os
+
+    (day / "http_transactions").mkdir(parents=True)
+    os.mkfifo(day / "http_transactions" / "pipe.jsonl")  # opening it would block the ingest
+    return day / "http_transactions" / "pipe.jsonl", "not a regular file"
+
+
+def _linked_qlog(day, tmp_path):
+    (day / "qlog" / "client").mkdir(parents=True)
+    (day / "qlog" / "client" / "a.qlog").symlink_to(_host_file(tmp_path))
+    return day / "qlog" / "client" / "a.qlog", "a symbolic link"
+
+
+def _linked_qlog_folder(day, tmp_path):
+    (day / "qlog").mkdir(parents=True)
+    (day / "qlog" / "server").symlink_to(_host_file(tmp_path).parent, target_is_directory=True)
+    return day / "qlog" / "server", "a symbolic link"
+
+
+@pytest.mark.parametrize(
+    ("command", "make"),
+    [("ingest", _misspelt_kind), ("ingest", _nested), ("ingest", _at_root), ("ingest", _linked_file),
+     ("ingest", _linked_kind), ("ingest", _fifo), ("ingest-qlog", _linked_qlog),
+     ("ingest-qlog", _linked_qlog_folder)],
+    ids=["misspelt kind folder", "nested subfolder", "file at the day's root", "linked file", "linked kind folder",
+         "fifo", "linked qlog trace", "linked qlog folder"],
+)  # fmt: skip
+def test_an_entry_no_job_accounts_for_refuses_the_day_before_anything_is_read(landing_cli, tmp_path, command, make):
+    settings, run = landing_cli
+    day = settings.landing_root / f"upload_date={D}"
+    write_jsonl_gz(day / "connections" / "good.jsonl.gz", json_day("connections", D, 5)[0])
+    entry, why = make(day, tmp_path)
+
+    code, err = run(command, "--date", D.isoformat())
+
+    assert code == InputDataError.exit_code and len(err) == 1, err
+    assert err[0].startswith(f"quicexp: error: landing day {D} refused, nothing was read or written: {entry} ({why}")
+    assert not settings.lake_root.exists() and not settings.metastore_dir.exists()  # nothing reached the lake
+
+
+def test_batches_markers_and_the_other_jobs_folders_are_accounted_for(tmp_path):
+    """A day as the simulator, the lab and uploaders leave it: nothing refused."""
+    from jobs.ingest.landing import find_batches, unaccounted
+    from quicexp import telemetry
+
+    day = tmp_path / f"upload_date={D}"
+    write_jsonl_gz(day / "http_transactions" / "a.jsonl.gz", json_day("http_transactions", D, 5)[0])
+    for marker in ("http_transactions/_SUCCESS", "http_transactions/.a.jsonl.gz.part", "_manifest.json",
+                   "qlog/lab/r1/client/x.qlog.gz", "qlog/lab/r1/_connections.jsonl", "lab/r1/relay.jsonl",
+                   "lab/r1/manifest.json", "http_transactions/_tmp/b.jsonl"):
+        (day / marker).parent.mkdir(parents=True, exist_ok=True)
+        (day / marker).write_text("{}\n")
+    assert unaccounted(day, telemetry.EVENT_KINDS) == []
+    assert unaccounted(day, (), qlog=True) == []
+    (http,) = [b for b in find_batches(tmp_path, D, telemetry.EVENT_KINDS) if not b.empty]
+    assert [p.rsplit("/", 1)[1] for p in http.json_files] == ["a.jsonl.gz"]
+
+
+def test_a_link_slipped_in_after_the_listing_is_still_never_read(tmp_path):
+    """The readers open with O_NOFOLLOW: a link is an unreadable file, its target's bytes are read
+    by no one (the audit's link to a host file ended in bronze.quarantine.raw_text)."""
+    from jobs.ingest import jsonlines
+    from jobs.qlog.job import read_sidecars
+    from jobs.qlog.parse import parse_path
+
+    secret = _host_file(tmp_path)
+    link = tmp_path / "b.jsonl"
+    link.symlink_to(secret)
+    (row,) = list(jsonlines.rows_of_file(str(link), "http_transactions"))
+    assert row[-1] == jsonlines.UNREADABLE and "host" not in row[0], row[0]
+    (parsed,) = parse_path(str(link))
+    assert parsed["reason"] == "unreadable_file"
+    sidecar = tmp_path / "_connections.jsonl"
+    sidecar.symlink_to(secret)
+    assert [q["reason"] for q in read_sidecars([sidecar], D).quarantine] == ["unreadable_file"]
