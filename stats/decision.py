@@ -259,10 +259,18 @@ def decide(results: pd.DataFrame, settings: DecisionSettings) -> Decisions:
         tests = _evaluate(_with_levels(tests, s, arms), s)
         key = [*_LOOK[:2], "treatment_arm", "label", "test"]
         tests = tests.sort_values([*key, "as_of_date"], kind="stable")
+        seq = tests["sequential"].to_numpy(bool)
         ever = tests.groupby(key, sort=False)["passed_at_look"].cummax().astype(bool)
-        tests["passed"] = np.where(
-            tests["sequential"].to_numpy(bool), ever, tests["passed_at_look"]
-        )
+        tests["passed"] = np.where(seq, ever, tests["passed_at_look"])
+        # a sequential test's bound is the running one (the intersection of the looks so far):
+        # it is beyond the threshold exactly when the test has passed at some look
+        side = tests["side"].to_numpy(float)
+        signed = pd.Series(np.where(tests["is_informative"], side * tests["bound"], np.nan),
+                           index=tests.index)  # fmt: skip
+        groups = [tests[k] for k in key]
+        running = signed.groupby(groups, sort=False).cummax().groupby(groups, sort=False).ffill()
+        running = side * running.to_numpy()
+        tests["bound"] = np.where(seq, running, tests["bound"])
     looks = overall.drop_duplicates(_LOOK)
     frames = [_verdicts(looks[looks["experiment_id"] == e], tests, plan, s, int(arms.get(e, 1)))
               for e, plan in s.experiments.items() if (looks["experiment_id"] == e).any()]  # fmt: skip

@@ -333,6 +333,7 @@ def demo(
 def _register_commands() -> None:
     """The subcommands whose implementation lives beside the application (quicexp.app.*)."""
     from quicexp.app.commands.lab import lab_command
+    from quicexp.app.commands.plan_experiment import plan_experiment_command
     from quicexp.app.commands.qlog import qlog_command
     from quicexp.app.commands.simulate import simulate
     from quicexp.app.commands.stats import stats_command
@@ -343,6 +344,10 @@ def _register_commands() -> None:
     app.command("stats", help="Run the statistics engine on a sufficient-statistics file.")(stats_command)
     app.command("ingest-qlog", help="Load one upload day's qlog files into bronze.qlog_connections.")(qlog_command)
     app.command("lab", help="Run a real-stack A/B experiment (ngtcp2, aioquic) into the landing zone.")(lab_command)
+    app.command(
+        "plan-experiment",
+        help="Units and days an experiment's declared metrics need under the decision rule.",
+    )(plan_experiment_command)
     app.add_typer(serve_app, name="serve")
     app.add_typer(superset_app, name="superset")
 

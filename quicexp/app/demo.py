@@ -34,6 +34,9 @@ class DemoOutcome:
     headline: pd.DataFrame
     #: statistics input rows the engine skipped over all days (reasons in the log file)
     skipped: int = 0
+    #: the last day's verdict of each treatment arm and the tests behind it
+    verdicts: pd.DataFrame | None = None
+    tests: pd.DataFrame | None = None
 
 
 def simulate(settings: Settings, days: int, clients: int) -> date:
@@ -83,7 +86,24 @@ def run_demo(spark: SparkSession, settings: Settings, first: date, days: int) ->
         reports = outcome.reports or reports
         skipped += outcome.skipped
     last = first + timedelta(days=days - 1)
-    return DemoOutcome(first, last, reports, headline(spark, settings, last), skipped)
+    verdicts, tests = decision(spark, settings, last)
+    return DemoOutcome(first, last, reports, headline(spark, settings, last), skipped, verdicts, tests)
+
+
+def decision(spark: SparkSession, settings: Settings, day: date):
+    """The experiment's verdicts on ``day`` and their tests (gold.experiment_decisions)."""
+    from pyspark.sql import functions as F
+
+    from jobs.delta_io import qualified
+
+    def read(table: str):
+        name = qualified(settings.gold_schema, table)
+        if not spark.catalog.tableExists(name):
+            return None
+        where = (F.col("experiment_id") == EXPERIMENT) & (F.col("as_of_date") == F.lit(day))
+        return spark.table(name).where(where).toPandas()
+
+    return read("experiment_decisions"), read("experiment_decision_tests")
 
 
 def print_outcome(outcome: DemoOutcome, settings: Settings) -> None:
@@ -92,6 +112,10 @@ def print_outcome(outcome: DemoOutcome, settings: Settings) -> None:
 
     # Not a terminal (CI logs, `| tee`): rich would assume 80 columns and cut the intervals.
     console = Console() if sys.stdout.isatty() else Console(width=160)
+    if outcome.verdicts is not None and len(outcome.verdicts):
+        print_decisions(console, outcome)
+        _footer(console, outcome, settings)
+        return
     for metric in HEADLINE_METRICS:
         rows = outcome.headline[outcome.headline["metric"] == metric]
         table = Table(title=f"{metric} — {EXPERIMENT}, experiment to date on {outcome.last_day}")
@@ -104,6 +128,38 @@ def print_outcome(outcome: DemoOutcome, settings: Settings) -> None:
                 f"{r.delta_rel * 100:+.2f}%", r.method,
             )  # fmt: skip
         console.print(table)
+    _footer(console, outcome, settings)
+
+
+_TONE = {"good": "green", "bad": "red", "neutral": "yellow"}
+
+
+def print_decisions(console, outcome: DemoOutcome) -> None:
+    """Verdict first, then health, then the success, guardrail and mechanism rows."""
+    from rich.table import Table
+
+    from reports.decision import views
+
+    for v in views(outcome.verdicts, outcome.tests):
+        day = f"day {v.day_of_experiment}" + (f" of {v.planned_days}" if v.planned_days else "")
+        console.print(f"[bold]{EXPERIMENT}[/bold], {v.treatment_arm} vs {v.control_arm}, "
+                      f"{outcome.last_day} ({day}): [bold {_TONE[v.tone]}]{v.headline.upper()}"
+                      f"[/bold {_TONE[v.tone]}] — {v.summary}")  # fmt: skip
+        srm = "failed" if "gate_failed:srm" in v.reasons else "passed"
+        console.print(f"health: sample ratio check {srm}")
+        table = Table(show_edge=False)
+        for column in ("role", "metric", v.control_arm, v.treatment_arm, "delta", "relative",
+                       "bounds", "threshold", "reading"):  # fmt: skip
+            table.add_column(column, justify="left" if column in ("role", "metric", "reading")
+                             else "right", no_wrap=True)  # fmt: skip
+        for c in v.cards:
+            table.add_row(c.role, c.label, c.control, c.treatment, c.delta, c.relative,
+                          c.interval_text, c.threshold_text,
+                          f"[{_TONE[c.tone]}]{c.status_text}[/{_TONE[c.tone]}]")  # fmt: skip
+        console.print(table)
+
+
+def _footer(console, outcome: DemoOutcome, settings: Settings) -> None:
     if outcome.skipped:
         console.print(
             f"{outcome.skipped} comparisons skipped (e.g. a segment with too few units in an arm); "

@@ -119,6 +119,8 @@ def test_a_sequential_pass_stays_passed_at_later_looks():
     sup = out.tests[out.tests["test"] == "superiority"].sort_values("as_of_date")
     assert sup["passed_at_look"].tolist() == [True, False]
     assert sup["passed"].tolist() == [True, True]
+    # the bound shown is the running one (latency: decrease is better, the upper bound)
+    assert sup["bound"].iloc[1] == sup["bound"].iloc[0] < 0
 
 
 def test_fixed_horizon_tests_decide_only_at_the_planned_end_and_harm_is_watched_daily():
