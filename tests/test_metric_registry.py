@@ -178,8 +178,7 @@ def dbt_project(tmp_path_factory) -> Path:
     shutil.copy(REPO_ROOT / "profiles.yml", root)
     (root / "macros").mkdir()
     for path in (REPO_ROOT / "macros").glob("*.sql"):
-        if not path.is_symlink():
-            shutil.copy(path, root / "macros" / path.name)
+        shutil.copy(path, root / "macros" / path.name)
     (root / "models").mkdir()
     (root / "models" / "registry_check.sql").write_text(
         "{{ config(meta={'metrics': metric_registry() | map(attribute='name') | list}) }}\n"
