@@ -10,7 +10,11 @@ keeps Derby's default schema ``APP``): generated on first use into ``<metastore_
 (mode 0600, the folder 0700), which the server reads as its system properties and every client
 JVM reads through :func:`derby_password`. It runs under a Java security manager whose policy
 (``derby-server.policy``) lets Derby's jars read and write the metastore folder only, listen on its
-port and nothing else — not ``-noSecurityManager``.
+port and nothing else — not ``-noSecurityManager``. Its control commands (``runtimeinfo``,
+``sysinfo``, ``trace``, ``logconnections``, ``maxthreads``, ``timeslice``, ``tracedirectory``)
+need the same credentials, as ``shutdown`` does: Derby asks for them on ``shutdown`` only, so the
+project jar's ``quicexp.jvm.DerbyCommandGate`` sits on the server's socket and refuses the others
+without them; :func:`derby_control` sends them (``quicexp.jvm.DerbyControl``).
 """
 
 from __future__ import annotations
@@ -36,9 +40,10 @@ def _pyspark_jars() -> Path:
 
 
 def _derby_jars(settings: Settings) -> list[Path]:
+    """Derby's jars and the project jar (the control-command gate of the server, DerbyControl)."""
     bundled = _pyspark_jars()
     parts = sorted(bundled.glob("derby*.jar"))
-    return parts + list(cached_jars(settings.jar_cache, ("derbynet", "derbyclient")))
+    return [*parts, *cached_jars(settings.jar_cache, ("derbynet", "derbyclient")), project_jar(settings.jar_cache)]
 
 
 def _derby_classpath(settings: Settings) -> str:
@@ -150,14 +155,30 @@ def is_listening(host: str, port: int, timeout: float = 0.5) -> bool:
         return False
 
 
-def _shutdown(settings: Settings) -> subprocess.CompletedProcess[str]:
-    """Derby's shutdown with the server's credentials read from its properties file (off the
-    command line): quicexp.jvm.DerbyShutdown of the project jar."""
+#: Derby's control commands that :func:`derby_control` sends (with their argument, if any).
+CONTROL_COMMANDS = ("shutdown", "ping", "runtimeinfo", "sysinfo", "trace", "logconnections", "maxthreads", "timeslice")
+#: The security property that makes Derby's SSL server socket factory the command gate
+#: (quicexp.jvm.DerbyCommandGate), and the server's SSL mode that makes Derby ask for it.
+_GATE_SECURITY_PROPERTY = "ssl.ServerSocketFactory.provider=quicexp.jvm.DerbyCommandGate\n"
+
+
+def derby_control(
+    settings: Settings, command: str, *args: str, properties: Path | None = None, timeout_s: float = 120.0
+) -> subprocess.CompletedProcess[str]:
+    """Run a Derby network-server control command with the server's credentials, read from its
+    properties file (``properties``: another file, e.g. to check a wrong password is refused)
+    by quicexp.jvm.DerbyControl, off the command line. Exit 0: done; 1: refused (stderr says why)."""
+    if command not in CONTROL_COMMANDS:
+        raise ConfigError(f"unknown metastore control command {command!r}; one of {', '.join(CONTROL_COMMANDS)}")
     cat = settings.catalog
-    classpath = os.pathsep.join([_derby_classpath(settings), str(project_jar(settings.jar_cache))])
-    cmd = ["java", "-cp", classpath, "quicexp.jvm.DerbyShutdown", cat.host, str(cat.port),
-           str(derby_properties_file(settings))]  # fmt: skip
-    return subprocess.run(cmd, capture_output=True, text=True, check=False)
+    cmd = ["java", "-cp", _derby_classpath(settings), "quicexp.jvm.DerbyControl", cat.host, str(cat.port),
+           str(properties or derby_properties_file(settings)), command, *args]  # fmt: skip
+    return subprocess.run(cmd, capture_output=True, text=True, check=False, timeout=timeout_s)
+
+
+def _shutdown(settings: Settings) -> subprocess.CompletedProcess[str]:
+    """Derby's shutdown with the server's credentials (off the command line)."""
+    return derby_control(settings, "shutdown")
 
 
 def _listener_pid(port: int) -> int | None:
@@ -244,11 +265,17 @@ def start_derby(settings: Settings, timeout_s: float = 60.0) -> bool:
     jars = _derby_jars(settings)
     policy = settings.metastore_dir / "derby-server.policy"
     policy.write_text(_policy_text(settings, jars))
+    security = settings.metastore_dir / "derby-security.properties"
+    security.write_text(_GATE_SECURITY_PROPERTY)
     log = (settings.metastore_dir / "derby-server.log").open("ab")
     cmd = [
         "java",
         f"-Dderby.system.home={settings.metastore_dir}",
         "-Dderby.drda.host=" + cat.host,
+        # the control-command gate (quicexp.jvm.DerbyCommandGate): Derby takes its listening
+        # socket from the SSL server socket factory, which the security property names
+        "-Dderby.drda.sslMode=basic",
+        f"-Djava.security.properties={security}",
         "-Djava.security.manager",
         f"-Djava.security.policy=={policy}",
         "-Xmx256m",

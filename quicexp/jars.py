@@ -1,8 +1,9 @@
 """The JVM jars the pipeline adds to Spark, fetched once from Maven Central and cached.
 
 The list and checksums live in ``requirements/jars.txt``. One more jar is the project's own:
-``jvm/src`` (the Thrift server's password check and its SQL guard), compiled with ``javac``
-against the pip pyspark's jars into the same cache, named by the hash of its sources. Jars are passed to every
+``jvm/src`` (the Thrift server's logins and its SQL guard, the metastore server's control-command
+gate), compiled with ``javac`` against the pip pyspark's jars into the same cache with the data
+files beside the sources (the guard's classified function list), named by the hash of both. Jars are passed to every
 Spark JVM the same way (``spark.jars`` plus ``spark.driver.extraClassPath``), because
 jars given with ``--packages`` never reach Thrift-server sessions (ARCHITECTURE.md).
 """
@@ -123,7 +124,9 @@ def project_jar(cache: Path, build: bool = True) -> Path:
     builds are harmless.
     """
     sources = sorted(JVM_SOURCES.rglob("*.java"))
-    target = cache / f"quicexp-jvm-{_source_digest(sources)}.jar"
+    # Data the classes read (the SQL guard's classified function list), packaged beside them.
+    resources = sorted(p for p in JVM_SOURCES.rglob("*") if p.is_file() and p.suffix != ".java")
+    target = cache / f"quicexp-jvm-{_source_digest(sources + resources)}.jar"
     if target.exists():
         return target
     if not build:
@@ -147,6 +150,9 @@ def project_jar(cache: Path, build: bool = True) -> Path:
             jar.writestr("META-INF/MANIFEST.MF", "Manifest-Version: 1.0\nCreated-By: quicexp\n")
             for path in sorted(classes.rglob("*.class")):
                 info = zipfile.ZipInfo(path.relative_to(classes).as_posix(), date_time=(1980, 1, 1, 0, 0, 0))
+                jar.writestr(info, path.read_bytes(), zipfile.ZIP_DEFLATED)
+            for path in resources:
+                info = zipfile.ZipInfo(path.relative_to(JVM_SOURCES).as_posix(), date_time=(1980, 1, 1, 0, 0, 0))
                 jar.writestr(info, path.read_bytes(), zipfile.ZIP_DEFLATED)
         partial.replace(target)
     return target

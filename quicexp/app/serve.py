@@ -6,21 +6,35 @@ flags. Jars go through ``--jars`` *and* ``spark.driver.extraClassPath`` (``--pac
 reach Thrift sessions), the listener binds to 127.0.0.1 only, and the metastore is the shared
 Derby network server, so tables and days the pipeline writes appear without a restart.
 
+What the server's JVM holds: a Spark home of its own (``<home>/run/thrift-spark-home``: pyspark's
+``bin`` and its jars but Derby's embedded engine and the Hive JDBC driver), and of the project's
+jars Delta, the one JDBC driver its metastore needs and the project jar.
+
 Who may connect: HiveServer2 ``CUSTOM`` authentication with the project's
-``quicexp.jvm.ThriftPasswordAuth`` (jvm/src): one user name and a password generated into
-``<state_dir>/thrift/credentials.properties`` (mode 0600) by the first ``serve start``; Superset's
-lake connection and :func:`connect` read it from there. What they may run: the session extension
-``quicexp.jvm.SqlGuardExtension`` refuses script transformation (``TRANSFORM … USING``),
-``reflect``/``java_method``, ``CREATE FUNCTION``, ``ADD JAR|FILE|ARCHIVE`` and ``INSERT OVERWRITE
-DIRECTORY`` for every user. The threat model is in docs/serving.md.
+``quicexp.jvm.ThriftPasswordAuth`` (jvm/src) over the logins file
+``<state_dir>/thrift/logins.properties`` (0600; each login's role and a PBKDF2 key of its
+password, never the password). The first ``serve start`` generates two logins: ``analyst``
+(notebooks, scripts: :func:`connect`) and ``superset`` (Superset's lake connection), each with
+its password in ``<state_dir>/thrift/<login>.login`` (0600); ``quicexp serve add-login`` adds
+more. What they may run: the session extension ``quicexp.jvm.SqlGuardExtension``, an allow-list
+decided on the plans Spark builds: read-only queries over the catalog tables of the lake's
+schemas, SHOW/DESCRIBE, USE (and, for the analyst role, temporary views and SET of a few session
+options). The threat model is in docs/serving.md.
 """
 
 from __future__ import annotations
 
+import base64
+import fcntl
+import hashlib
 import os
+import re
 import secrets
+import shutil
 import subprocess
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
@@ -30,7 +44,7 @@ import typer
 from quicexp.catalog import ensure_catalog, is_listening, refuse_jvm
 from quicexp.config import ConfigError, Settings, load_settings
 from quicexp.errors import ServiceUnavailable
-from quicexp.jars import SQL_GUARD_CLASS, THRIFT_AUTH_CLASS, project_jar
+from quicexp.jars import SQL_GUARD_CLASS, THRIFT_AUTH_CLASS, cached_jars, project_jar
 from quicexp.pidfile import read_pid, stop_group
 from quicexp.spark import SECRET_KEYS, jvm_environment, spark_conf
 
@@ -44,22 +58,38 @@ _SKIPPED_CONF = {
     "spark.jars",
     "spark.app.name",
 }
-#: The one user of the Thrift server (analysts, Superset and notebooks share it).
-THRIFT_USER = "quicexp"
-#: The system property (set with --hiveconf) and variable naming the credentials file for the
-#: server's ThriftPasswordAuth.
+#: The roles a login can have (quicexp.jvm.Logins.Role): both read the lake only; ``analyst`` may
+#: also create temporary views and SET a few session options, ``superset`` runs queries, SHOW,
+#: DESCRIBE and USE (what Superset sends).
+ROLES = ("analyst", "superset")
+#: The logins the first ``serve start`` generates: login name -> role.
+DEFAULT_LOGINS = {"analyst": "analyst", "superset": "superset"}
+#: PBKDF2-HMAC-SHA256 iterations of a generated login's key in the server's logins file.
+PBKDF2_ITERATIONS = 100_000
+_LOGIN_NAME = re.compile(r"[a-z][a-z0-9_-]{0,31}")
+#: The system property (set with --hiveconf) and variable naming the logins file for the server's
+#: ThriftPasswordAuth and SQL guard.
 CREDENTIALS_PROPERTY = "quicexp.thrift.credentials"
 CREDENTIALS_VARIABLE = "QUICEXP_THRIFT_CREDENTIALS"
+#: Jars of pyspark's folder the server does without: Derby's embedded engine (the metastore is the
+#: Derby network server, reached with derbyclient) and the Hive JDBC client driver.
+SERVER_EXCLUDED_JARS = ("derby-", "hive-jdbc-")
+#: The server options its SQL guard depends on (quicexp.jvm.GuardedParser.PINNED): no relation
+#: is resolved from a path, no SQL script runs.
+GUARD_PINNED_CONF = {"spark.sql.runSQLOnFiles": "false", "spark.sql.scripting.enabled": "false"}
+#: The guard's lake schemas (quicexp.jvm.SqlGuardExtension.SCHEMAS).
+GUARD_SCHEMAS_KEY = "spark.quicexp.guard.schemas"
 
 
 @dataclass(frozen=True)
 class ThriftPaths:
-    """Where the server's pid file and log live (under the installation's home)."""
+    """Where the server's pid file, log, logins and private Spark home live."""
 
     pid_file: Path
     log_file: Path
     secrets_file: Path
-    credentials: Path
+    logins: Path
+    spark_home: Path
 
     @classmethod
     def of(cls, settings: Settings) -> ThriftPaths:
@@ -68,50 +98,137 @@ class ThriftPaths:
             run / "thrift-server.pid",
             settings.home / "logs" / "thrift-server.log",
             settings.state_dir / "run" / "thrift-secrets.properties",
-            settings.state_dir / "thrift" / "credentials.properties",
+            settings.state_dir / "thrift" / "logins.properties",
+            run / "thrift-spark-home",
         )
 
+    def login_file(self, name: str) -> Path:
+        """The client side of a login: its user name and password (0600)."""
+        return self.logins.parent / f"{name}.login"
 
-def thrift_credentials(settings: Settings, create: bool = True) -> tuple[str, str]:
-    """The Thrift server's (user, password), generated on first use into a 0600 file.
+    @property
+    def authentication(self) -> Path:
+        """An operator's HiveServer2 authentication settings (LDAP, …), optional."""
+        return self.logins.parent / "authentication.properties"
 
-    ``secrets.token_urlsafe`` like Superset's secrets; created atomically (a complete temporary
-    file hard-linked into place) so concurrent first uses agree. Never printed or logged.
-    """
-    path = ThriftPaths.of(settings).credentials
-    if not path.exists():
-        if not create:
-            raise ConfigError(f"the Thrift server has no credentials yet ({path}): run `quicexp serve start`")
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        partial = path.with_name(f".{path.name}.{os.getpid()}.part")
-        fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as handle:
-            handle.write(
-                "# generated by quicexp: the Thrift server's login; keep private\n"
-                f"user={THRIFT_USER}\npassword={secrets.token_urlsafe(24)}\n"
-            )
+
+def _read_properties(path: Path) -> dict[str, str]:
+    return dict(
+        (key.strip(), value.strip())
+        for key, value in (line.split("=", 1) for line in path.read_text().splitlines()
+                           if "=" in line and not line.lstrip().startswith("#"))
+    )  # fmt: skip
+
+
+def _write_private(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` (0600) atomically: a complete temporary file renamed into place."""
+    partial = path.with_name(f".{path.name}.{os.getpid()}.part")
+    fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(text)
+    partial.replace(path)
+
+
+@contextmanager
+def _logins_lock(settings: Settings) -> Iterator[ThriftPaths]:
+    """The logins folder (0700), locked against other processes generating logins at once."""
+    paths = ThriftPaths.of(settings)
+    folder = paths.logins.parent
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    os.chmod(folder, 0o700)
+    with open(folder / ".lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
         try:
-            os.link(partial, path)
-        except FileExistsError:
-            pass  # another process generated it first: use that one
+            yield paths
         finally:
-            partial.unlink(missing_ok=True)
-    values = dict(
-        line.split("=", 1) for line in path.read_text().splitlines() if "=" in line and not line.startswith("#")
-    )
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def pbkdf2_entry(password: str, salt: bytes | None = None, iterations: int = PBKDF2_ITERATIONS) -> str:
+    """The logins file's key of ``password``: ``sha256:<iterations>:<salt>:<key>`` (base64), the
+    form quicexp.jvm.Logins checks (PBKDF2-HMAC-SHA256, RFC 8018 §5.2)."""
+    salt = secrets.token_bytes(16) if salt is None else salt
+    key = hashlib.pbkdf2_hmac("sha256", password.encode(), salt, iterations)
+    return f"sha256:{iterations}:{base64.b64encode(salt).decode()}:{base64.b64encode(key).decode()}"
+
+
+def add_login(settings: Settings, name: str, role: str, external: bool = False) -> Path | None:
+    """Add (or replace) a login of the Thrift server; return its client file (None if ``external``).
+
+    The password (``secrets.token_urlsafe``) goes to ``<state_dir>/thrift/<name>.login`` (0600),
+    its PBKDF2 key and the role to the server's logins file; the server reads that file again at
+    the next login. ``external``: the role only, for a user whom LDAP authenticates.
+    """
+    if not _LOGIN_NAME.fullmatch(name):
+        raise ConfigError(f"login name {name!r}: lower-case letters, digits, '_' or '-', starting with a letter")
+    if role not in ROLES:
+        raise ConfigError(f"role {role!r}: one of {', '.join(ROLES)}")
+    with _logins_lock(settings) as paths:
+        return _add_login_locked(paths, name, role, external)
+
+
+def _add_login_locked(paths: ThriftPaths, name: str, role: str, external: bool) -> Path | None:
+    lines = paths.logins.read_text().splitlines() if paths.logins.exists() else [
+        "# generated by quicexp: the Thrift server's logins (role, PBKDF2 key); keep private",
+    ]  # fmt: skip
+    lines = [line for line in lines if not line.startswith(f"login.{name}.")]
+    lines.append(f"login.{name}.role={role}")
+    client = None
+    if not external:
+        password = secrets.token_urlsafe(24)
+        lines.append(f"login.{name}.pbkdf2={pbkdf2_entry(password)}")
+        client = paths.login_file(name)
+        _write_private(client, f"# generated by quicexp: Thrift login {name!r} (role {role}); keep private\n"
+                               f"user={name}\npassword={password}\n")  # fmt: skip
+    else:
+        paths.login_file(name).unlink(missing_ok=True)
+    _write_private(paths.logins, "\n".join(lines) + "\n")
+    return client
+
+
+def ensure_logins(settings: Settings) -> None:
+    """Generate the default logins that are missing (server entry or client file), under the lock
+    so processes that start at once agree on one password per login."""
+    paths = ThriftPaths.of(settings)
+    if _default_logins_present(paths):
+        return
+    with _logins_lock(settings):
+        for name, role in DEFAULT_LOGINS.items():
+            known = _read_properties(paths.logins) if paths.logins.exists() else {}
+            if known.get(f"login.{name}.role") != role or not paths.login_file(name).exists():
+                _add_login_locked(paths, name, role, external=False)
+
+
+def _default_logins_present(paths: ThriftPaths) -> bool:
+    known = _read_properties(paths.logins) if paths.logins.exists() else {}
+    return all(known.get(f"login.{n}.role") == r and paths.login_file(n).exists() for n, r in DEFAULT_LOGINS.items())
+
+
+def thrift_login(settings: Settings, name: str = "analyst", create: bool = True) -> tuple[str, str]:
+    """A Thrift login's (user, password) from its client file (0600); generated on first use.
+
+    Never printed or logged.
+    """
+    if create:
+        ensure_logins(settings)
+    path = ThriftPaths.of(settings).login_file(name)
+    if not path.exists():
+        hint = "run `quicexp serve start`" if name in DEFAULT_LOGINS else f"run `quicexp serve add-login {name}`"
+        raise ConfigError(f"the Thrift server has no login {name!r} ({path}): {hint}")
+    values = _read_properties(path)
     if not values.get("user") or not values.get("password"):
         raise ConfigError(f"{path} lacks user or password; delete it and run `quicexp serve start`")
-    return values["user"].strip(), values["password"].strip()
+    return values["user"], values["password"]
 
 
-def connect(settings: Settings, **kwargs):
-    """A DB-API connection (pyhive) to this installation's Thrift server, with its credentials.
+def connect(settings: Settings, login: str = "analyst", **kwargs):
+    """A DB-API connection (pyhive) to this installation's Thrift server, logged in as ``login``.
 
     For notebooks and scripts that query the lake over SQL instead of starting a Spark JVM.
     """
     from pyhive import hive
 
-    user, password = thrift_credentials(settings, create=False)
+    user, password = thrift_login(settings, login, create=False)
     return hive.connect(
         host=settings.services.bind_host,
         port=settings.services.thrift_port,
@@ -120,6 +237,28 @@ def connect(settings: Settings, **kwargs):
         auth="CUSTOM",
         **kwargs,
     )
+
+
+def server_spark_home(settings: Settings, create: bool = True) -> Path:
+    """The server's Spark home: pyspark's ``bin`` and jars but :data:`SERVER_EXCLUDED_JARS`.
+
+    ``spark-submit`` puts every jar of ``$SPARK_HOME/jars`` on the class path; a home of links
+    keeps Derby's embedded engine (a JDBC URL would run any Derby statement inside the server)
+    and the Hive JDBC driver off it. Rebuilt at each start, so it follows the installed pyspark.
+    """
+    import pyspark
+
+    source = Path(pyspark.__file__).parent
+    home = ThriftPaths.of(settings).spark_home
+    if create:
+        if home.exists():
+            shutil.rmtree(home)
+        (home / "jars").mkdir(parents=True)
+        (home / "bin").symlink_to(source / "bin", target_is_directory=True)
+        for jar in sorted((source / "jars").glob("*.jar")):
+            if not jar.name.startswith(SERVER_EXCLUDED_JARS):
+                (home / "jars" / jar.name).symlink_to(jar)
+    return home
 
 
 def spark_submit() -> Path:
@@ -132,6 +271,19 @@ def spark_submit() -> Path:
     return path
 
 
+def _authentication_overrides(paths: ThriftPaths) -> list[str]:
+    """``--hiveconf`` flags of the operator's ``authentication.properties`` (``hive.server2.authentication*``
+    keys only: LDAP and the like, docs/serving.md)."""
+    if not paths.authentication.exists():
+        return []
+    flags = []
+    for key, value in sorted(_read_properties(paths.authentication).items()):
+        if not key.startswith("hive.server2.authentication"):
+            raise ConfigError(f"{paths.authentication}: {key} is not a hive.server2.authentication setting")
+        flags += ["--hiveconf", f"{key}={value}"]
+    return flags
+
+
 def thrift_command(
     settings: Settings, driver_memory: str | None = None
 ) -> tuple[list[str], dict[str, str]]:
@@ -142,7 +294,7 @@ def thrift_command(
     services = settings.services
     paths = ThriftPaths.of(settings)
     cmd = [
-        str(spark_submit()),
+        str(paths.spark_home / "bin" / "spark-submit"),
         "--class", THRIFT_CLASS,
         "--name", "quicexp-thrift-server",
         "--master", conf["spark.master"],
@@ -162,21 +314,36 @@ def thrift_command(
         "--hiveconf", "hive.server2.webui.port=0",
         "--hiveconf", "hive.server2.authentication=CUSTOM",
         "--hiveconf", f"hive.server2.custom.authentication.class={THRIFT_AUTH_CLASS}",
-        "--hiveconf", f"{CREDENTIALS_PROPERTY}={paths.credentials}",
+        "--hiveconf", f"{CREDENTIALS_PROPERTY}={paths.logins}",
         "--hiveconf", "hive.server2.enable.doAs=false",
+        *_authentication_overrides(paths),
     ]  # fmt: skip
     return cmd, hidden
 
 
+#: The project's cached jars the server needs, by metastore kind: Delta and the metastore's driver.
+SERVER_JARS = {
+    "derby-server": ("delta-spark_2.13", "delta-storage", "derbyclient"),
+    "jdbc": ("delta-spark_2.13", "delta-storage", "postgresql"),
+}
+
+
 def server_conf(settings: Settings) -> dict[str, str]:
-    """The project's Spark configuration plus what only the server has: the project jar (password
-    check, SQL guard) on both class paths and the guard among the session extensions."""
+    """The project's Spark configuration plus what only the server has: of the cached jars only
+    Delta and its metastore's JDBC driver, the project jar (logins, SQL guard) on both class
+    paths, the guard among the session extensions with the lake's schemas, and the options the
+    guard depends on."""
     conf = spark_conf(settings, "quicexp-thrift-server")
-    jar = str(project_jar(settings.jar_cache))
-    conf["spark.jars"] = ",".join(filter(None, [conf.get("spark.jars"), jar]))
-    conf["spark.driver.extraClassPath"] = os.pathsep.join(filter(None, [conf.get("spark.driver.extraClassPath"), jar]))
+    jars = [str(p) for p in cached_jars(settings.jar_cache, SERVER_JARS[settings.catalog.kind])]
+    jars.append(str(project_jar(settings.jar_cache)))
+    conf["spark.jars"] = ",".join(jars)
+    conf["spark.driver.extraClassPath"] = os.pathsep.join(jars)
     extensions = [e for e in conf.get("spark.sql.extensions", "").split(",") if e]
     conf["spark.sql.extensions"] = ",".join([*extensions, SQL_GUARD_CLASS])
+    conf[GUARD_SCHEMAS_KEY] = ",".join(
+        dict.fromkeys([settings.bronze_schema, settings.silver_schema, settings.gold_schema])
+    )
+    conf.update(GUARD_PINNED_CONF)
     return conf
 
 
@@ -226,14 +393,16 @@ def start_thrift(
         path.parent.mkdir(parents=True, exist_ok=True)
     if not pid:
         started = time.monotonic()
-        thrift_credentials(settings)  # generated on the first start (0600), read at every login
+        ensure_logins(settings)  # generated on the first start (0600), read at every login
+        server_spark_home(settings)
         cmd, hidden = thrift_command(settings, driver_memory)
         if hidden:
             _write_secrets(paths.secrets_file, hidden)
         env = {
             **os.environ,
             **jvm_environment(server_conf(settings)),  # SPARK_LOCAL_IP: a Spark UI stays on loopback
-            CREDENTIALS_VARIABLE: str(paths.credentials),
+            CREDENTIALS_VARIABLE: str(paths.logins),
+            "SPARK_HOME": str(paths.spark_home),
         }
         with paths.log_file.open("ab") as out:
             proc = subprocess.Popen(
@@ -302,3 +471,17 @@ def serve_stop() -> None:
 def serve_status() -> None:
     """Say whether the Thrift server runs."""
     typer.echo(thrift_status(load_settings()))
+
+
+@serve_app.command("add-login")
+def serve_add_login(
+    name: Annotated[str, typer.Argument(help="The login's user name.")],
+    role: Annotated[str, typer.Option(help=f"One of {', '.join(ROLES)}.")] = "analyst",
+    external: Annotated[
+        bool, typer.Option(help="Role only: the user is authenticated by LDAP (docs/serving.md).")
+    ] = False,
+) -> None:
+    """Add or replace a login of the Thrift server (takes effect at its next login, no restart)."""
+    client = add_login(load_settings(), name, role, external)
+    where = f"its password is in {client} (0600)" if client else "authenticated by the server's LDAP"
+    typer.echo(f"login {name} (role {role}): {where}")

@@ -127,11 +127,12 @@ def import_bundle(settings: Settings, root: Path = bundle.BUNDLE_DIR, log=print)
     broken = list(bundle.uuid_links(files))
     if broken:
         raise ConfigError(f"bundle {root} has broken links: {broken[0]}")
-    # The lake connection logs in to the Thrift server with its generated credentials: the user in
-    # the URI, the password on the importer's stdin (stored encrypted with SECRET_KEY by Superset).
-    from quicexp.app.serve import thrift_credentials
+    # The lake connection logs in to the Thrift server as its own login (role superset: queries,
+    # SHOW, DESCRIBE, USE): the user in the URI, the password on the importer's stdin (stored
+    # encrypted with SECRET_KEY by Superset).
+    from quicexp.app.serve import thrift_login
 
-    user, password = thrift_credentials(settings)
+    user, password = thrift_login(settings, "superset")
     rendered = bundle.render(files, settings, user)
     started = time.monotonic()
     with tempfile.TemporaryDirectory() as tmp:

@@ -1,112 +1,130 @@
 package quicexp.jvm;
 
-import java.util.Map;
+import java.io.IOException;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Locale;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.SparkSessionExtensions;
-import org.apache.spark.sql.catalyst.expressions.Expression;
+import org.apache.spark.sql.catalyst.CurrentUserContext$;
+import org.apache.spark.sql.catalyst.TableIdentifier;
+import org.apache.spark.sql.catalyst.parser.ParserInterface;
+import org.apache.spark.sql.catalyst.plans.logical.AnalysisHelper$;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import scala.Function1;
-import scala.collection.Iterator;
+import scala.Option;
 import scala.runtime.AbstractFunction1;
+import scala.runtime.AbstractFunction2;
 import scala.runtime.BoxedUnit;
 
 /**
- * A Spark session extension ({@code spark.sql.extensions=quicexp.jvm.SqlGuardExtension}) whose
- * check rule refuses, after analysis and before anything runs, every plan that could start a
- * process, call a JVM method, load code or write files outside the lake:
+ * The quicexp SQL endpoint's guard, a Spark session extension
+ * ({@code spark.sql.extensions=quicexp.jvm.SqlGuardExtension}, the Thrift server only): an
+ * allow-list of statements decided on the plans Spark builds ({@link SqlPolicy}):
  *
  * <ul>
- *   <li>{@code SELECT TRANSFORM(...) USING 'cmd'} (script transformation: runs cmd as the server's user);
- *   <li>{@code reflect()}, {@code java_method()}, {@code try_reflect()} (any static Java method);
- *   <li>{@code CREATE FUNCTION} (a Hive UDF class such as GenericUDFReflect, or a jar) and
- *       {@code ADD JAR / FILE / ARCHIVE};
- *   <li>{@code INSERT OVERWRITE [LOCAL] DIRECTORY} (files written anywhere the server may write).
+ *   <li>read-only queries over catalog tables and views of the lake's schemas (named by the server's
+ *       {@code spark.quicexp.guard.schemas}), SHOW / DESCRIBE of them, USE;
+ *   <li>for the analyst role, temporary views over such queries and SET of a few session options;
+ *   <li>nothing else, for any login: no data source by path or by options, no LOCATION, no DDL, DML,
+ *       LOAD DATA, ADD, function creation or catalog change, no function that reaches the JVM.
  * </ul>
  *
- * <p>Spark has no configuration switch for any of these (Spark 4.0), so the Thrift server gets this
- * extension; the pipeline's own sessions (Python code that can run anything anyway) do not.
- * Nodes are matched by class name, so the rule compiles against the catalyst API only.
+ * <p>The parser ({@link GuardedParser}) checks each statement before analysis; a check rule
+ * checks its analysed plan before anything runs. The check rule sees every analysis of the
+ * session, also the ones Spark and Delta run for themselves (Delta reads its transaction log with
+ * queries over the log's files, while a query is analysed or a DESCRIBE HISTORY runs): it checks the
+ * analysis of the statement the parser has just read on this thread, at the analyser's outermost
+ * level, and lets the others through. A statement's own analysis is always that one: the Thrift
+ * server parses and analyses a statement on one thread; nested analyses belong to the statement's
+ * (which is checked as a whole once they are done, before it runs); the analyses that run while an
+ * allowed statement executes are the allowed statement's own code.
+ *
+ * <p>Roles come from the login ({@link Logins}); the user of a statement is the one Spark's
+ * Thrift server records for {@code current_user()}.
  */
 public final class SqlGuardExtension extends AbstractFunction1<SparkSessionExtensions, BoxedUnit> {
-  /** Plan node class (simple name) -> what it would do. */
-  static final Map<String, String> PLANS = Map.ofEntries(
-      Map.entry("ScriptTransformation", "script transformation (SELECT TRANSFORM ... USING) runs an OS process"),
-      Map.entry("CreateFunction", "CREATE FUNCTION loads a class or a jar into the server"),
-      Map.entry("CreateFunctionCommand", "CREATE FUNCTION loads a class or a jar into the server"),
-      Map.entry("CreateUserDefinedFunctionCommand", "CREATE FUNCTION defines code in the server"),
-      Map.entry("AddJarsCommand", "ADD JAR loads code into the server"),
-      Map.entry("AddFilesCommand", "ADD FILE copies files into the server"),
-      Map.entry("AddArchivesCommand", "ADD ARCHIVE copies files into the server"),
-      Map.entry("InsertIntoDir", "INSERT OVERWRITE DIRECTORY writes files outside the lake"),
-      Map.entry("InsertIntoDataSourceDirCommand", "INSERT OVERWRITE DIRECTORY writes files outside the lake"),
-      Map.entry("InsertIntoHiveDirCommand", "INSERT OVERWRITE DIRECTORY writes files outside the lake"));
+  /** The lake's schemas, comma separated: set by quicexp.app.serve.server_conf. */
+  static final String SCHEMAS = "spark.quicexp.guard.schemas";
 
-  /** Expression class (simple name) -> what it would do. */
-  static final Map<String, String> EXPRESSIONS = Map.ofEntries(
-      Map.entry("CallMethodViaReflection", "reflect() / java_method() / try_reflect() call a JVM method"),
-      Map.entry("HiveSimpleUDF", "a Hive UDF runs code loaded into the server"),
-      Map.entry("HiveGenericUDF", "a Hive UDF runs code loaded into the server"),
-      Map.entry("HiveGenericUDTF", "a Hive UDTF runs code loaded into the server"),
-      Map.entry("HiveUDAFFunction", "a Hive UDAF runs code loaded into the server"));
+  /** The thrown error: its message is what a JDBC / pyhive / Superset client shows. */
+  public static final class RefusedException extends RuntimeException {
+    RefusedException(String message) {
+      super(message);
+    }
+  }
 
-  static final String PREFIX = "quicexp SQL guard: refused: ";
-  static final String SUFFIX = "; this SQL endpoint does not allow it for any user";
+  /** Parsed on this thread and not yet checked: the next outermost analysis is the statement's. */
+  private static final ThreadLocal<Boolean> PENDING = ThreadLocal.withInitial(() -> Boolean.FALSE);
+
+  static void statementParsed() {
+    PENDING.set(Boolean.TRUE);
+  }
 
   @Override
   public BoxedUnit apply(SparkSessionExtensions extensions) {
+    extensions.injectParser(new AbstractFunction2<SparkSession, ParserInterface, ParserInterface>() {
+      @Override
+      public ParserInterface apply(SparkSession session, ParserInterface delegate) {
+        return new GuardedParser(session, delegate);
+      }
+    });
     extensions.injectCheckRule(new AbstractFunction1<SparkSession, Function1<LogicalPlan, BoxedUnit>>() {
       @Override
       public Function1<LogicalPlan, BoxedUnit> apply(SparkSession session) {
-        return new Check();
+        return new Check(session);
       }
     });
     return BoxedUnit.UNIT;
   }
 
-  /** The thrown error: its message is what a JDBC / pyhive / Superset client shows. */
-  public static final class RefusedException extends RuntimeException {
-    RefusedException(String what) {
-      super(PREFIX + what + SUFFIX);
+  /** Who runs the statement on this thread, with what role, against which lake. */
+  static SqlPolicy.Context context(SparkSession session) {
+    String configured = session.sparkContext().getConf().get(SCHEMAS, "");
+    List<String> schemas = new ArrayList<>();
+    for (String schema : configured.split(",")) {
+      if (!schema.trim().isEmpty()) {
+        schemas.add(schema.trim().toLowerCase(Locale.ROOT));
+      }
     }
+    if (schemas.isEmpty()) {
+      throw SqlPolicy.refuse("every statement: the server names no lake schemas (" + SCHEMAS + ")",
+          "the guard fails closed");
+    }
+    String user = CurrentUserContext$.MODULE$.CURRENT_USER().get();
+    Logins.Role role = null;
+    try {
+      role = Logins.current().roleOf(user);
+    } catch (IOException e) {
+      role = null; // no logins file: no role for anyone (USE only)
+    }
+    return new SqlPolicy.Context(schemas, user == null ? "(none)" : user, role,
+        name -> session.sessionState().catalog().isTempView(new TableIdentifier(name, Option.empty(), Option.empty())),
+        () -> new ArrayList<>(Arrays.asList(session.sessionState().catalogManager().currentNamespace())));
+  }
+
+  /** The analyser's nesting on this thread (1: the outermost analysis). */
+  private static int analyzerDepth() {
+    Object depth = AnalysisHelper$.MODULE$.org$apache$spark$sql$catalyst$plans$logical$AnalysisHelper$$inAnalyzer().get();
+    return depth instanceof Integer ? (Integer) depth : 0;
   }
 
   static final class Check extends AbstractFunction1<LogicalPlan, BoxedUnit> {
+    private final SparkSession session;
+
+    Check(SparkSession session) {
+      this.session = session;
+    }
+
     @Override
     public BoxedUnit apply(LogicalPlan plan) {
-      visitPlan(plan);
+      if (!PENDING.get() || analyzerDepth() > 1) {
+        return BoxedUnit.UNIT; // Spark's or Delta's own analysis, see the class comment
+      }
+      PENDING.set(Boolean.FALSE);
+      SqlPolicy.checkAnalysed(plan, context(session));
       return BoxedUnit.UNIT;
-    }
-
-    private static void visitPlan(LogicalPlan plan) {
-      String refused = PLANS.get(plan.getClass().getSimpleName());
-      if (refused != null) {
-        throw new RefusedException(refused);
-      }
-      for (Iterator<Expression> it = plan.expressions().iterator(); it.hasNext(); ) {
-        visitExpression(it.next());
-      }
-      for (Iterator<LogicalPlan> it = plan.children().iterator(); it.hasNext(); ) {
-        visitPlan(it.next());
-      }
-      for (Iterator<LogicalPlan> it = plan.subqueries().iterator(); it.hasNext(); ) {
-        visitPlan(it.next());
-      }
-      for (Iterator<?> it = plan.innerChildren().iterator(); it.hasNext(); ) {
-        Object inner = it.next();
-        if (inner instanceof LogicalPlan) {
-          visitPlan((LogicalPlan) inner);
-        }
-      }
-    }
-
-    private static void visitExpression(Expression expression) {
-      String refused = EXPRESSIONS.get(expression.getClass().getSimpleName());
-      if (refused != null) {
-        throw new RefusedException(refused);
-      }
-      for (Iterator<Expression> it = expression.children().iterator(); it.hasNext(); ) {
-        visitExpression(it.next());
-      }
     }
   }
 }
