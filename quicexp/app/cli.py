@@ -374,14 +374,25 @@ class _ConsoleFilter(logging.Filter):
 CONSOLE_FILTER = _ConsoleFilter()
 
 
-def configure_logging() -> None:
-    """Progress lines (counts, seconds, rates) on stderr; Spark's Python bridges quiet."""
-    from rich.console import Console
-    from rich.logging import RichHandler
+#: One record, one line: ``<home>/logs/quicexp.log``, and stderr when it is not a terminal.
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
-    # Not a terminal (CI logs, `| tee`): rich would wrap at 80 columns, doubling every line.
-    width = None if sys.stderr.isatty() else 200
-    console = RichHandler(console=Console(stderr=True, width=width), show_path=False, markup=False)
+
+def configure_logging() -> None:
+    """Progress lines (counts, seconds, rates) on stderr; Spark's Python bridges quiet.
+
+    On a terminal, rich's columns; otherwise (CI, ``| tee``, an Airflow task) LOG_FORMAT's plain
+    lines: no colour codes, no padding to a width, one timestamp (the Airflow bridge,
+    dags/quicexp_airflow/pipeline.py, takes it off and logs each line at its level)."""
+    console: logging.Handler
+    if sys.stderr.isatty():
+        from rich.console import Console
+        from rich.logging import RichHandler
+
+        console = RichHandler(console=Console(stderr=True), show_path=False, markup=False)
+    else:
+        console = logging.StreamHandler(sys.stderr)
+        console.setFormatter(logging.Formatter(LOG_FORMAT))
     console.addFilter(CONSOLE_FILTER)
     logging.basicConfig(level=logging.INFO, format="%(message)s", handlers=[console])
     for noisy in ("py4j", "pyspark"):
@@ -395,7 +406,7 @@ def log_to_file(settings: Settings) -> Path:
     if not any(getattr(h, "baseFilename", None) == str(path) for h in root.handlers):
         path.parent.mkdir(parents=True, exist_ok=True)
         handler = logging.FileHandler(path)
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        handler.setFormatter(logging.Formatter(LOG_FORMAT))
         root.addHandler(handler)
     return path
 

@@ -8,7 +8,9 @@ the test suite shares its single Spark session with dbt.
 from __future__ import annotations
 
 import json
+import logging
 import os
+import re
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import date
@@ -16,6 +18,8 @@ from datetime import date
 from quicexp.config import REPO_ROOT, Settings
 from quicexp.errors import DataQualityError, QuicexpError, ServiceUnavailable
 from quicexp.metrics import registry_document
+
+log = logging.getLogger("quicexp.dbt")
 
 
 def dbt_args(command: str, settings: Settings, day: date, extra: list[str] | None = None) -> list[str]:
@@ -35,11 +39,64 @@ def dbt_args(command: str, settings: Settings, day: date, extra: list[str] | Non
         "--profiles-dir", str(REPO_ROOT),
         "--target-path", str(settings.home / "dbt" / "target"),
         "--log-path", str(settings.home / "logs"),
-        # every node's line goes to <home>/logs/dbt.log; the console gets warnings and errors
-        "--log-level", "warn", "--log-level-file", "info",
+        # dbt's own log (every node, info level) goes to <home>/logs/dbt.log without colour codes;
+        # it prints nothing on the console: run_dbt logs its progress and problems (progress_line)
+        "--log-level", "none", "--log-level-file", "info",
+        "--no-use-colors", "--no-use-colors-file",
         "--vars", json.dumps(variables),
         *(extra or []),
     ]  # fmt: skip
+
+
+#: colour codes a message may still carry (dbt colours some text whatever the flags say)
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+#: dbt's result status of a test -> the level of its line
+_TEST_LEVELS = {
+    "pass": logging.INFO, "warn": logging.WARNING, "fail": logging.ERROR, "error": logging.ERROR,
+}
+_EVENT_LEVELS = {"warn": logging.WARNING, "error": logging.ERROR}
+
+
+def progress_line(event) -> tuple[int, str] | None:
+    """The ``quicexp.dbt`` line of one dbt event as (level, text), or None for events that stay in
+    dbt.log: a model starting (``3/21 START sql table model silver.x``) and its result
+    (``3/21 OK sql table model silver.x in 4.2s``), a test's result, a skipped node, the run's
+    two summary lines (``Finished running …``, ``Done. PASS=…``), and every warning or error.
+    Plain text: no colour codes, no padding."""
+    name, data = event.info.name, event.data
+    if name == "LogStartLine":
+        if data.node_info.resource_type in ("test", "unit_test"):
+            return None  # a test's one line is its result
+        return logging.INFO, f"{data.index}/{data.total} START {data.description}"
+    if name in ("LogModelResult", "LogNodeNoOpResult"):
+        failed = data.status == "error" if name == "LogModelResult" else False
+        status = "ERROR" if failed else ("NO-OP" if name == "LogNodeNoOpResult" else "OK")
+        return (
+            logging.ERROR if failed else logging.INFO,
+            f"{data.index}/{data.total} {status} {data.description} in {data.execution_time:.1f}s",
+        )
+    if name == "LogTestResult":
+        failures = f" {data.num_failures}" if data.status in ("fail", "warn") else ""
+        status = data.status.upper() + failures
+        kind = data.node_info.resource_type.replace("_", " ") or "test"
+        text = f"{data.index}/{data.num_models} {status} {kind} {data.name}"
+        return _TEST_LEVELS.get(data.status, logging.ERROR), f"{text} in {data.execution_time:.1f}s"
+    if name == "SkippingDetails":
+        return logging.WARNING, (
+            f"{data.index}/{data.total} SKIP {data.resource_type} {data.schema}.{data.node_name}"
+        )
+    text = _ANSI.sub("", event.info.msg).strip()
+    if name in ("FinishedRunningStats", "StatsLine"):
+        return logging.INFO, text
+    level = _EVENT_LEVELS.get(event.info.level)
+    return (level, text) if level is not None and text else None
+
+
+def _log_event(event) -> None:
+    """dbt's event callback: its progress and problems on the ``quicexp.dbt`` logger."""
+    line = progress_line(event)
+    if line is not None:
+        log.log(line[0], "%s", line[1])
 
 
 def run_dbt(
@@ -66,12 +123,13 @@ def run_dbt(
         from dbt.cli.main import dbtRunner
 
         # the project parsed on its own (the selection and flags are the command's, not parse's)
-        parsed = dbtRunner().invoke(parse_args)
+        parsed = dbtRunner(callbacks=[_log_event]).invoke(parse_args)
         if pending is not None:
             pending.result()  # its error first: the command needs what it publishes
     if not parsed.success:
         raise ServiceUnavailable(f"dbt {command} failed: {parsed.exception}".splitlines()[0])
-    result = dbtRunner(manifest=parsed.result).invoke(dbt_args(command, settings, day, extra))
+    command_runner = dbtRunner(manifest=parsed.result, callbacks=[_log_event])
+    result = command_runner.invoke(dbt_args(command, settings, day, extra))
     if result.success:
         return len(getattr(result.result, "results", None) or [])
     if result.exception is not None:
