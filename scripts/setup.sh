@@ -34,6 +34,7 @@ else
   UV=.venvs/bootstrap/bin/uv
 fi
 
+installed=
 for env in "${ENVS[@]}"; do
   lock="requirements/$env.lock"
   stamp=".venvs/$env/.lock.sha256"
@@ -49,7 +50,10 @@ for env in "${ENVS[@]}"; do
     VIRTUAL_ENV=".venvs/$env" "$UV" pip install --quiet --no-deps -e .
   fi
   echo "$want" > "$stamp"
+  installed=1
 done
 
 .venvs/pipeline/bin/quicexp setup-jars
 say "done: pipeline .venvs/pipeline, airflow .venvs/airflow, superset .venvs/superset"
+# make's targets find the environments themselves; a shell needs the pipeline's on its PATH
+[ -z "$installed" ] || say "quicexp is .venvs/pipeline/bin/quicexp; on a shell's PATH with: source .venvs/pipeline/bin/activate"
