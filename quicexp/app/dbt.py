@@ -55,14 +55,29 @@ _TEST_LEVELS = {
     "pass": logging.INFO, "warn": logging.WARNING, "fail": logging.ERROR, "error": logging.ERROR,
 }
 _EVENT_LEVELS = {"warn": logging.WARNING, "error": logging.ERROR}
+#: where an error message starts quoting the compiled SQL (Spark's errors): that stays in dbt.log
+_SQL_QUOTE = "== SQL =="
+
+
+def _one_line(message: str, limit: int = 500) -> str:
+    """A dbt message on one line: its lines before any quoted SQL, stripped and joined."""
+    lines = []
+    for line in _ANSI.sub("", message).splitlines():
+        if line.strip().startswith(_SQL_QUOTE):
+            break
+        if line.strip():
+            lines.append(line.strip())
+    text = " ".join(lines)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def progress_line(event) -> tuple[int, str] | None:
     """The ``quicexp.dbt`` line of one dbt event as (level, text), or None for events that stay in
     dbt.log: a model starting (``3/21 START sql table model silver.x``) and its result
     (``3/21 OK sql table model silver.x in 4.2s``), a test's result, a skipped node, the run's
-    two summary lines (``Finished running …``, ``Done. PASS=…``), and every warning or error.
-    Plain text: no colour codes, no padding."""
+    two summary lines (``Finished running …``, ``Done. PASS=…``), and every warning or error on
+    one line (without the SQL an error may quote: dbt.log has it). Plain text: no colour codes,
+    no padding."""
     name, data = event.info.name, event.data
     if name == "LogStartLine":
         if data.node_info.resource_type in ("test", "unit_test"):
@@ -85,7 +100,7 @@ def progress_line(event) -> tuple[int, str] | None:
         return logging.WARNING, (
             f"{data.index}/{data.total} SKIP {data.resource_type} {data.schema}.{data.node_name}"
         )
-    text = _ANSI.sub("", event.info.msg).strip()
+    text = _one_line(event.info.msg)
     if name in ("FinishedRunningStats", "StatsLine"):
         return logging.INFO, text
     level = _EVENT_LEVELS.get(event.info.level)
