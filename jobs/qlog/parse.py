@@ -18,7 +18,9 @@ What a row holds, per trace (one QUIC connection seen from one vantage point):
 * ``srtt_median_ms``: the median smoothed RTT over the trace's RTT samples; ``rtt_samples``:
   how many ``metrics_updated`` reports carry RTT values that differ from the previous report
   (aioquic reports RTT fields only when it takes a sample; ngtcp2 reports them on every update,
-  so an unchanged report is not a new sample — a repeated identical sample is undercounted);
+  so an unchanged report is not a new sample — a repeated identical sample is undercounted).
+  A report from before the first sample (``latest_rtt`` 0, no ``min_rtt``: ngtcp2's initial
+  333 ms guess) is not a sample and sets none of the RTT columns;
 * ``datagrams_sent`` / ``datagrams_received``: sums of ``count`` (default 1) of the
   ``datagrams_sent`` / ``datagrams_received`` events, NULL when the stack logs none (ngtcp2
   0.12 does not); ``packets_dropped``: count of ``packet_dropped`` events;
@@ -112,15 +114,29 @@ def _ms(value: Any) -> float | None:
     return float(value) if isinstance(value, (int, float)) else None
 
 
+def _pre_sample(data: dict[str, Any]) -> bool:
+    """A report made before the first RTT sample: ``latest_rtt`` 0 and no ``min_rtt``.
+
+    Before its first sample a sender has no min RTT and its smoothed RTT is the initial guess
+    (RFC 9002 §5.3, kInitialRtt = 333 ms; §6.2.2). ngtcp2 reports that state (``smoothed_rtt``
+    333, ``rtt_variance`` 166, ``latest_rtt`` 0, no ``min_rtt``) with its first packets; it is
+    not a measurement. aioquic reports RTT fields only with a sample.
+    """
+    return _ms(data.get("latest_rtt")) == 0 and _ms(data.get("min_rtt")) is None
+
+
 def _apply_metrics(row: dict[str, Any], data: dict[str, Any], state: dict[str, Any]) -> None:
-    """Fold one ``metrics_updated`` event into the running stats (fields it lacks are unchanged)."""
-    if _ms(data.get("latest_rtt")) is not None:
+    """Fold one ``metrics_updated`` event into the running stats (fields it lacks are unchanged;
+    the RTT fields of a pre-sample report are not RTTs, :func:`_pre_sample`)."""
+    if _ms(data.get("latest_rtt")) is not None and not _pre_sample(data):
         rtt = tuple(_ms(data.get(k)) for k in _RTT_KEYS)
         if rtt != state.get("last_rtt"):
             state["last_rtt"] = rtt
             if rtt[1] is not None:
                 state["srtts"].append(rtt[1])
-    for key, column in (("smoothed_rtt", "srtt_ms"), ("latest_rtt", "latest_rtt_ms"), ("rtt_variance", "rtt_variance_ms")):
+    rtt_fields = () if _pre_sample(data) else (
+        ("smoothed_rtt", "srtt_ms"), ("latest_rtt", "latest_rtt_ms"), ("rtt_variance", "rtt_variance_ms"))
+    for key, column in rtt_fields:
         if _ms(data.get(key)) is not None:
             row[column] = _ms(data[key])
     min_rtt = _ms(data.get("min_rtt"))

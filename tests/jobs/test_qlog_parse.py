@@ -58,3 +58,34 @@ def test_bad_files_get_a_reason_not_an_exception():
         "unsupported_qlog_version")
     no_odcid = {"qlog_version": "0.3", "traces": [{"events": [{"time": 1, "name": "x", "data": {}}]}]}
     assert parse_file("d.qlog", json.dumps(no_odcid).encode())[0]["reason"] == "missing_odcid"
+
+
+def test_a_report_before_the_first_rtt_sample_is_not_a_sample():
+    """ngtcp2 reports its state before any RTT sample (RFC 9002 §5.3: smoothed RTT = the initial
+    333 ms, latest 0, no min RTT): not a measurement. A real 0 ms sample (loopback, ngtcp2's whole
+    milliseconds) carries a min RTT and counts."""
+    events = [
+        {"time": 0, "name": "recovery:metrics_updated", "data": {"smoothed_rtt": 333, "latest_rtt": 0,
+                                                                 "rtt_variance": 166, "congestion_window": 14520}},
+        {"time": 1, "name": "transport:packet_sent", "data": {"raw": {"length": 1200}}},
+        {"time": 15, "name": "recovery:metrics_updated", "data": {"smoothed_rtt": 333, "latest_rtt": 0,
+                                                                  "rtt_variance": 166, "bytes_in_flight": 819}},
+        {"time": 40, "name": "recovery:metrics_updated", "data": {"min_rtt": 38, "smoothed_rtt": 38, "latest_rtt": 38,
+                                                                  "rtt_variance": 19, "congestion_window": 15720}},
+        {"time": 80, "name": "recovery:metrics_updated", "data": {"min_rtt": 38, "smoothed_rtt": 39, "latest_rtt": 44,
+                                                                  "rtt_variance": 16}},
+    ]
+    header = {"qlog_version": "0.3", "qlog_format": "JSON-SEQ", "trace": {
+        "vantage_point": {"type": "client"}, "common_fields": {"group_id": "ab", "reference_time": 0}}}
+    seq = "".join("\x1e" + json.dumps(r) + "\n" for r in [header, *events])
+    (row,) = parse_file("n.sqlog", seq.encode())
+    assert (row["rtt_samples"], row["srtt_median_ms"], row["srtt_ms"], row["min_rtt_ms"]) == (2, 38.5, 39.0, 38.0)
+    assert (row["latest_rtt_ms"], row["rtt_variance_ms"], row["max_cwnd_bytes"]) == (44.0, 16.0, 15720)
+    # a trace that ends before its first sample has no RTT at all (not the 333 ms guess)
+    (early,) = parse_file("e.sqlog", "".join("\x1e" + json.dumps(r) + "\n" for r in [header, *events[:3]]).encode())
+    assert (early["rtt_samples"], early["srtt_ms"], early["srtt_median_ms"], early["cwnd_bytes"]) == (0, None, None, 14520)
+    # a loopback sample of 0 ms is a sample (it carries a min RTT)
+    zero = {"time": 90, "name": "recovery:metrics_updated", "data": {"min_rtt": 0, "smoothed_rtt": 34,
+                                                                      "latest_rtt": 0, "rtt_variance": 14}}
+    (row,) = parse_file("z.sqlog", "".join("\x1e" + json.dumps(r) + "\n" for r in [header, *events, zero]).encode())
+    assert (row["rtt_samples"], row["min_rtt_ms"], row["srtt_ms"]) == (3, 0.0, 34.0)

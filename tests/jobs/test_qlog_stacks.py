@@ -13,6 +13,7 @@ import copy
 import gzip
 import json
 import shutil
+import statistics
 from datetime import datetime
 
 import pytest
@@ -30,6 +31,11 @@ CONFIG = {  # seed 1 puts one client in each arm (the project's hashing)
              {"name": "aioquic_cubic", "stack": "aioquic", "cc": "cubic"}],
     "grid": {"rtt_ms": [20], "loss": [0.02]}, "clients_per_condition": 2, "transfer_bytes": 150_000,
 }
+
+
+def _records(data: bytes) -> list[dict]:
+    """The event records of a JSON-SEQ trace."""
+    return [json.loads(r) for r in gzip.decompress(data).decode().split(RECORD_SEPARATOR) if r.strip()][1:]
 
 
 def plain(data: bytes) -> dict:
@@ -82,6 +88,17 @@ def test_both_stacks_parse_to_their_own_numbers(landing):
         assert (row["started_at"] is None) == (stack == "ngtcp2")  # ngtcp2 0.12 logs no wall clock
         assert (row["datagrams_received"] is None) == (stack == "ngtcp2")
         assert row["rtt_samples"] > 0 and row["srtt_median_ms"] >= row["min_rtt_ms"] >= 19
+        if stack == "ngtcp2":
+            # ngtcp2 reports its initial state (smoothed RTT 333 ms, latest 0, no min RTT) before
+            # its first sample: not a sample. The samples are the reports with a min RTT, each
+            # different from the one before.
+            metrics = [r for r in _records(path.read_bytes()) if r.get("name") == "recovery:metrics_updated"]
+            assert metrics[0]["data"]["smoothed_rtt"] == 333 and "min_rtt" not in metrics[0]["data"]
+            reports = [tuple(m["data"].get(k) for k in ("latest_rtt", "smoothed_rtt", "rtt_variance", "min_rtt"))
+                       for m in metrics if "min_rtt" in m["data"]]
+            samples = [r for i, r in enumerate(reports) if i == 0 or r != reports[i - 1]]
+            assert row["rtt_samples"] == len(samples)
+            assert row["srtt_median_ms"] == pytest.approx(statistics.median(s[1] for s in samples))
         by_odcid.setdefault(row["odcid"], {})[row["vantage_point"]] = row
     # both ends of each connection share the key, and it is the connection the lab opened
     assert {o: set(v) for o, v in by_odcid.items()} == {c.odcid: {"client", "server"} for c in summary.connections}
