@@ -12,10 +12,11 @@ import threading
 import pytest
 
 from quicexp.app.serve import (
+    DEFAULT_LOGINS,
     THRIFT_CLASS,
     ThriftPaths,
     thrift_command,
-    thrift_credentials,
+    thrift_login,
     thrift_status,
 )
 
@@ -134,69 +135,59 @@ def test_status_reports_running(serving, thrift):
     assert "running" in thrift_status(serving.settings)
 
 
-# --- issue 19, item 1: who may connect, and what no SQL may do ----------------------------------
+# --- who may connect (issue 19, item 1; issue 40, item 3) ----------------------------------------
 
-#: (payload, what the refusal names): a process, JVM methods, code loading, files outside the lake.
+#: (payload, what the refusal names): a process and JVM methods. Superset's SQL Lab sends them too
+#: (tests/serving/test_superset.py); the whole allow-list is tests/serving/test_thrift_guard.py.
 PAYLOADS = [
     ("SELECT TRANSFORM('x') USING 'id'", "script transformation"),
     ("SELECT TRANSFORM(1, 2) USING 'cat' AS (a, b)", "script transformation"),
     ("SELECT reflect('java.lang.System', 'getProperty', 'user.name')", "reflect()"),
-    ("SELECT java_method('java.lang.Math', 'abs', -1)", "reflect()"),
-    ("SELECT try_reflect('java.lang.Math', 'abs', -1)", "reflect()"),
-    ("SELECT 1 WHERE 1 IN (SELECT reflect('java.lang.Math', 'abs', -1))", "reflect()"),
-    ("WITH t AS (SELECT java_method('java.lang.Math', 'abs', -1) x) SELECT * FROM t", "reflect()"),
-    ("CREATE TEMPORARY FUNCTION r AS 'org.apache.hadoop.hive.ql.udf.generic.GenericUDFReflect'", "CREATE FUNCTION"),
-    ("ADD JAR /tmp/quicexp-no-such.jar", "ADD JAR"),
-    ("INSERT OVERWRITE LOCAL DIRECTORY '/tmp/quicexp-guard-probe' SELECT 1", "INSERT OVERWRITE DIRECTORY"),
+    ("SELECT java_method('java.lang.Math', 'abs', -1)", "java_method()"),
+    ("SELECT try_reflect('java.lang.Math', 'abs', -1)", "try_reflect()"),
 ]
 
 
-def test_credentials_are_generated_private_and_outside_the_repo(serving, thrift):
+def test_logins_are_generated_private_and_outside_the_repo(serving, thrift):
     import stat
 
     from quicexp.config import REPO_ROOT
 
-    path = ThriftPaths.of(serving.settings).credentials
-    assert stat.S_IMODE(path.stat().st_mode) == 0o600
-    assert REPO_ROOT not in path.resolve().parents
-    user, password = thrift_credentials(serving.settings, create=False)
-    assert user and len(password) >= 24
-    log = ThriftPaths.of(serving.settings).log_file.read_text(errors="replace")
-    assert password not in log, "the password must not reach the server's log"
-    server = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
-    assert password not in server, "nor a command line"
+    paths = ThriftPaths.of(serving.settings)
+    server_file = paths.logins.read_text()
+    log = paths.log_file.read_text(errors="replace")
+    processes = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+    for name in DEFAULT_LOGINS:
+        path = paths.login_file(name)
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600
+        assert REPO_ROOT not in path.resolve().parents
+        user, password = thrift_login(serving.settings, name, create=False)
+        assert user == name and len(password) >= 24
+        assert f"login.{name}.pbkdf2=sha256:" in server_file and password not in server_file
+        assert password not in log, "the password must not reach the server's log"
+        assert password not in processes, "nor a command line"
+    assert stat.S_IMODE(paths.logins.stat().st_mode) == 0o600
 
 
-def test_a_connection_without_the_credentials_is_refused(serving, thrift, thrift_cursor):
+def test_a_connection_without_a_login_is_refused(serving, thrift, thrift_cursor):
     from pyhive import hive
     from thrift.transport.TTransport import TTransportException
 
     host, port = thrift
-    user, password = thrift_credentials(serving.settings, create=False)
+    analyst = thrift_login(serving.settings, "analyst", create=False)
+    superset = thrift_login(serving.settings, "superset", create=False)
     attempts = {
         "no password (NONE auth, any user name)": dict(username="analyst"),
-        "wrong password": dict(username=user, password=password + "x", auth="CUSTOM"),
-        "wrong user": dict(username="admin", password=password, auth="CUSTOM"),
-        "empty password": dict(username=user, password="", auth="CUSTOM"),
+        "wrong password": dict(username=analyst[0], password=analyst[1] + "x", auth="CUSTOM"),
+        "another login's password": dict(username=analyst[0], password=superset[1], auth="CUSTOM"),
+        "unknown user": dict(username="admin", password=analyst[1], auth="CUSTOM"),
+        "empty password": dict(username=analyst[0], password="", auth="CUSTOM"),
     }
     for what, kwargs in attempts.items():
         with pytest.raises(TTransportException, match="Error validating the login"):
             hive.connect(host=host, port=port, **kwargs).cursor().execute("SELECT 1")
             pytest.fail(f"{what}: connected")
-    cur = thrift_cursor()  # the control: the generated credentials log in
-    cur.execute("SELECT 1")
-    assert cur.fetchall() == [(1,)]
-
-
-@pytest.mark.parametrize(("sql", "named"), PAYLOADS, ids=[p[0][:40] for p in PAYLOADS])
-def test_no_sql_can_run_a_process_or_a_jvm_method(serving, thrift_cursor, sql, named):
-    from pyhive.exc import OperationalError
-
-    cur = thrift_cursor()
-    with pytest.raises(OperationalError) as refused:
-        cur.execute(sql)
-    message = str(refused.value)
-    assert "quicexp SQL guard: refused" in message and named in message, message[:500]
-    assert "uid=" not in message
-    cur.execute("SELECT 1")  # the session stays usable
-    assert cur.fetchall() == [(1,)]
+    for user, password in (analyst, superset):  # the controls: both generated logins log in
+        cur = hive.connect(host=host, port=port, username=user, password=password, auth="CUSTOM").cursor()
+        cur.execute("SELECT current_user()")
+        assert cur.fetchall() == [(user,)]
