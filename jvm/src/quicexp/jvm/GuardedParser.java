@@ -48,7 +48,8 @@ final class GuardedParser implements ParserInterface {
 
   private final SparkSession session;
   private final ParserInterface delegate;
-  private Map<String, String> server;
+  /** The options every session of this server starts from (the same for all: computed once). */
+  private static Map<String, String> server;
 
   GuardedParser(SparkSession session, ParserInterface delegate) {
     this.session = session;
@@ -65,7 +66,13 @@ final class GuardedParser implements ParserInterface {
     return plan;
   }
 
-  private synchronized Map<String, String> serverOptions() {
+  private Map<String, String> serverOptions() {
+    synchronized (GuardedParser.class) {
+      return serverOptionsLocked();
+    }
+  }
+
+  private Map<String, String> serverOptionsLocked() {
     if (server == null) {
       Map<String, String> values = new HashMap<>();
       // What every session of the server starts from: a new session's configuration (the
