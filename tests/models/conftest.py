@@ -93,6 +93,7 @@ def _derived_rows(spark, settings: Settings, conns) -> None:
             (1 + F.floor(u("rc") * 40)).cast("long").alias("resource_count"),
             (10_000 + F.floor(u("pb") * 2_000_000)).cast("long").alias("page_bytes"),
             F.lit("sequential").alias("prioritization"),
+            F.lit(None).cast("string").alias("page_size_class"),
         ),
         "header_compression": base.select(
             "*",
