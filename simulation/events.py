@@ -14,6 +14,7 @@ import pyarrow as pa
 
 from quicexp.telemetry import SCHEMA_VERSION, arrow_schema, event_type, fields
 from simulation.apps.common import EventBatch
+from simulation.apps.pages import SIZE_CLASSES
 from simulation.hashing import hex_ids
 from simulation.network import NETWORK_TYPES, PLATFORMS
 from simulation.population import APP_VERSIONS, Population
@@ -28,6 +29,7 @@ CATEGORIES: dict[str, tuple[str, ...]] = {
     "scheduler": SCHEDULERS,
     "scheme": HDR_CODES,
     "prioritization": ("sequential", "round_robin"),
+    "page_size_class": SIZE_CLASSES,
     "path_network_type": NETWORK_TYPES,
 }
 ID_COLUMNS = ("connection_id",)

@@ -111,8 +111,7 @@ class SearchWorkload(_Strict):
 
 
 class PageWorkload(_Strict):
-    pages_per_session: float = Field(0.0, ge=0)
-    max_resources: int = Field(48, ge=2, le=256)
+    pages_per_session: float = Field(0.0, ge=0, description="page loads per browser session (simulation.apps.pages)")
 
 
 class VideoWorkload(_Strict):
