@@ -21,7 +21,7 @@ For its **logical day D** (`{{ ds }}`, the start of the run's one-day data inter
    in one Spark session (one report failing does not stop the others; the task then fails naming
    it, and its retry rewrites them all, which is idempotent);
 7. **publish**: writes the day's manifest (`<reports_dir>/_published/D.json`) and rebuilds
-   `<reports_dir>/index.html`.
+   `<reports_dir>/index.html` (every day with reports, and the run that published it).
 
 **Schedule.** Cron data intervals: the run for D starts after D ends (00:00 UTC on D+1) and
 processes event and upload date D; nothing reads "now" or "latest". `catchup=False`: past days

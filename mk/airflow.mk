@@ -3,7 +3,7 @@ DAY ?=
 
 .PHONY: airflow airflow-stop airflow-status airflow-day
 
-airflow: setup ## Start Airflow (api-server, scheduler, dag-processor) on 127.0.0.1; admin password generated once under the state dir
+airflow: setup ## Start Airflow (api-server, scheduler, dag-processor) on 127.0.0.1; admin password generated once into a 0600 file under the state dir
 	@scripts/airflow.sh start
 
 airflow-stop: ## Stop the Airflow processes started by `make airflow`
@@ -12,6 +12,6 @@ airflow-stop: ## Stop the Airflow processes started by `make airflow`
 airflow-status: ## Say which Airflow processes of `make airflow` run
 	@scripts/airflow.sh status
 
-airflow-day: setup ## Run quicexp_daily for one logical day with `airflow dags test` (DAY=YYYY-MM-DD)
+airflow-day: setup ## Run quicexp_daily for one logical day now (DAY=YYYY-MM-DD): run named after DAY, task logs here and in the UI
 	@test -n "$(DAY)" || { echo "usage: make airflow-day DAY=YYYY-MM-DD" >&2; exit 2; }
-	@scripts/airflow.sh init && eval "$$(scripts/airflow.sh env)" && .venvs/airflow/bin/airflow dags test quicexp_daily $(DAY)
+	@scripts/airflow.sh day "$(DAY)"

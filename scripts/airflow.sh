@@ -5,12 +5,18 @@
 #
 #   scripts/airflow.sh start      db migrate, secrets + admin password (generated once, 0600, under
 #                                 Settings.state_dir/airflow), pool, then api-server, scheduler and
-#                                 dag-processor on 127.0.0.1; prints where the password is
+#                                 dag-processor on 127.0.0.1; prints where the password is (never
+#                                 the password)
 #   scripts/airflow.sh stop       stop the three processes started by `start`
 #   scripts/airflow.sh status     which of them run
+#   scripts/airflow.sh day DAY    one run of quicexp_daily for logical day DAY, now (`make airflow-day`):
+#                                 init and the api-server unless it answers (left running for the
+#                                 UI), then python -m quicexp_airflow.day DAY (run named after DAY,
+#                                 tasks on the executor, their logs where the UI reads them and here)
 #   scripts/airflow.sh env        the environment Airflow runs with, as `export` lines
-#                                 (`eval "$(scripts/airflow.sh env)"` then `airflow dags test …`)
+#                                 (`eval "$(scripts/airflow.sh env)"` then `airflow …`)
 #   scripts/airflow.sh init       db migrate, secrets, password and pool only (what tests use)
+#   scripts/airflow.sh secrets    the secrets and the admin password only
 #   scripts/airflow.sh plan DAY   one JSON line for the DAG's `plan` task: landing dir, reports dir
 #                                 and the experiments of the registry running on DAY
 #
@@ -23,7 +29,9 @@ AIRFLOW_BIN=${QUICEXP_AIRFLOW_BIN:-$REPO/.venvs/airflow/bin/airflow}
 ADMIN_USER=admin
 POOL=quicexp_lake
 
-say() { printf '\033[1mairflow:\033[0m %s\n' "$*" >&2; }
+# bold on a terminal only: no colour codes in a log file or CI output
+if [ -t 2 ]; then say() { printf '\033[1mairflow:\033[0m %s\n' "$*" >&2; }
+else say() { printf 'airflow: %s\n' "$*" >&2; }; fi
 die() { printf 'airflow: error: %s\n' "$*" >&2; exit 2; }
 
 QUICEXP_CLI=${QUICEXP_BIN:-$REPO/.venvs/pipeline/bin/quicexp}
@@ -98,8 +106,7 @@ ensure_secrets() {
     local password
     password=$(random_secret)
     (umask 077 && printf '{"%s": "%s"}\n' "$ADMIN_USER" "$password" > "$PASSWORDS")
-    say "generated the password of user '$ADMIN_USER' (shown once; stored in $PASSWORDS):"
-    printf "%s\n" "$password" >&2
+    say "generated the password of user '$ADMIN_USER' into $PASSWORDS (mode 0600)"
   fi
   chmod 600 "$SECRETS" "$PASSWORDS"
 }
@@ -129,9 +136,14 @@ start_one() {
   say "$name started (pid $!, log $AF_HOME/$name.log)"
 }
 
+healthy() {
+  PYTHONPATH=$REPO/dags "$REPO/.venvs/airflow/bin/python" -m quicexp_airflow.health \
+    "http://$BIND_HOST:$PORT/api/v2/monitor/health" 2>/dev/null
+}
+
 wait_healthy() {
   local url=http://$BIND_HOST:$PORT/api/v2/monitor/health deadline=$((SECONDS + ${QUICEXP_AIRFLOW_START_TIMEOUT:-480}))
-  until PYTHONPATH=$REPO/dags "$REPO/.venvs/airflow/bin/python" -m quicexp_airflow.health "$url" 2>/dev/null
+  until healthy
   do
     running api-server || { tail -20 "$AF_HOME/api-server.log" >&2; die "the api-server exited (log: $AF_HOME/api-server.log)"; }
     [ $SECONDS -lt $deadline ] || die "the api-server did not answer on $url in time"
@@ -149,6 +161,23 @@ start() {
   wait_healthy
   say "up: http://$BIND_HOST:$PORT  (user '$ADMIN_USER', password in $PASSWORDS)"
   say "stop with: make airflow-stop"
+}
+
+# day DAY: the run of one logical day, its tasks on the executor (their log files are what the UI
+# shows), which report to the api-server: started here when it does not answer, and left running.
+day() {
+  [ $# -eq 1 ] || die "usage: scripts/airflow.sh day YYYY-MM-DD"
+  [[ $1 =~ ^[0-9]{4}-[0-9]{2}-[0-9]{2}$ ]] && date -u -d "$1" >/dev/null 2>&1 \
+    || die "bad day '$1' (YYYY-MM-DD)"
+  ensure_secrets
+  airflow_env
+  if ! healthy; then  # an api-server that answers has a migrated database and the pool
+    init
+    start_one api-server api-server --host "$BIND_HOST" --port "$PORT"
+    wait_healthy
+    say "the api-server keeps running for the UI: http://$BIND_HOST:$PORT (stop with: make airflow-stop)"
+  fi
+  PYTHONPATH=$REPO/dags exec "$REPO/.venvs/airflow/bin/python" -m quicexp_airflow.day "$1"
 }
 
 stop() {
@@ -178,8 +207,10 @@ case "$cmd" in
   plan) plan "$@" ;;
   env) load_settings; airflow_env; print_env ;;
   init) load_settings; init ;;
+  secrets) load_settings; ensure_secrets ;;
+  day) load_settings; day "$@" ;;
   start) load_settings; start ;;
   stop) load_settings; stop ;;
   status) load_settings; status ;;
-  *) die "usage: scripts/airflow.sh start|stop|status|env|init|plan DAY" ;;
+  *) die "usage: scripts/airflow.sh start|stop|status|day DAY|env|init|secrets|plan DAY" ;;
 esac

@@ -1,8 +1,11 @@
 """The bridge from Airflow tasks to the pipeline environment: its CLI and scripts/airflow.sh.
 
 Each Spark step is one ``quicexp <command> --date <day>`` process (its own JVM). Its output is
-streamed into the task log line by line; when the task is killed or times out, the whole process
-group (the CLI and its JVM) is ended, so no orphan Spark job keeps writing after Airflow gave up.
+streamed into the task log line by line as it comes (the child runs unbuffered): a line of the
+CLI's log (``<time> <LEVEL> <logger>: <message>``, quicexp.app.cli.LOG_FORMAT off a terminal) is
+logged at its level without its time, as Airflow stamps every line; an error line at ERROR; colour
+codes are taken out. When the task is killed or times out, the whole process group (the CLI and
+its JVM) is ended, so no orphan Spark job keeps writing after Airflow gave up.
 
 ``QUICEXP_BIN`` overrides the CLI's path and ``QUICEXP_REPO`` the project root (deployments where
 the DAG folder is copied elsewhere).
@@ -13,6 +16,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import signal
 import subprocess
 from collections import deque
@@ -21,6 +25,11 @@ from pathlib import Path
 log = logging.getLogger(__name__)
 
 ERROR_PREFIX = "quicexp: error:"
+#: a record of the CLI's log: its time (dropped), level and the rest (``logger: message``)
+_LOG_LINE = re.compile(
+    r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} (DEBUG|INFO|WARNING|ERROR|CRITICAL) (.*)$"
+)
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
 
 class PipelineCommandError(RuntimeError):
@@ -59,6 +68,14 @@ def _error_line(lines: deque[str], returncode: int) -> str:
     return f"exit code {returncode}; last output: {tail[-1].strip() if tail else '(none)'}"
 
 
+def task_log_line(line: str) -> tuple[int, str]:
+    """The level and text of one output line of the CLI in the task log (pure)."""
+    record = _LOG_LINE.match(line)
+    if record is not None:
+        return logging.getLevelName(record[1]), record[2]
+    return (logging.ERROR if line.startswith(ERROR_PREFIX) else logging.INFO), line
+
+
 def run_quicexp(args: list[str]) -> str | None:
     """Run ``quicexp <args>``, stream its output, return its summary line (the last line that
     starts with the command name, e.g. ``ingest 2026-06-15: read …``) or None."""
@@ -73,13 +90,15 @@ def run_quicexp(args: list[str]) -> str | None:
         text=True,
         bufsize=1,
         start_new_session=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},  # its stdout lines as they are printed
     )
     try:
         assert proc.stdout is not None
         for raw in proc.stdout:
-            line = raw.rstrip("\n")
+            line = _ANSI.sub("", raw.rstrip("\n"))
             lines.append(line)
-            log.info("%s", line)
+            level, text = task_log_line(line)
+            log.log(level, "%s", text)
         returncode = proc.wait()
     finally:
         if proc.poll() is None:

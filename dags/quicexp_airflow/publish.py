@@ -2,9 +2,12 @@
 
 ``<reports_dir>/_published/<day>.json`` lists every experiment report of the day with its size and
 SHA-256; it is written only after every report exists, so its presence means "this day is
-complete". ``<reports_dir>/index.html`` is rebuilt from all manifests, newest day first. Both are
-written to a temporary file and renamed, so readers never see half a file, and both depend only on
-what is on disk: re-running a day, or an old day after newer ones, leaves the same index.
+complete". ``<reports_dir>/index.html`` is rebuilt from what the folder holds, newest day first:
+every day with a report (``<experiment>/<day>.html``, whoever wrote it: a DAG run, ``quicexp
+run-day``, ``quicexp demo``) and every published day, each with the run that published it or
+"not published by the DAG". Both are written to a temporary file and renamed, so readers never
+see half a file, and both depend only on what is on disk: running days in any order leaves the
+same index.
 """
 
 from __future__ import annotations
@@ -13,10 +16,12 @@ import hashlib
 import html
 import json
 import os
+import re
 import tempfile
 from pathlib import Path
 
 PUBLISHED = "_published"
+_DAY = re.compile(r"^\d{4}-\d\d-\d\d$")
 
 
 def _atomic_write(path: Path, text: str) -> None:
@@ -60,24 +65,50 @@ def day_manifest(reports_dir: Path, day: str, experiments: list[str], run_id: st
     return {"day": day, "run_id": run_id, "reports": reports}
 
 
-def render_index(manifests: list[dict]) -> str:
-    """The reports index (pure): one section per published day, newest first."""
+def index_entries(reports_dir: Path) -> list[dict]:
+    """Every day of the reports folder, newest first: ``{"day", "run_id", "reports"}`` where
+    ``reports`` maps each experiment to its HTML report's path (relative to the folder) and
+    ``run_id`` is the run that published the day, or None (reports written outside the DAG)."""
+    days: dict[str, dict] = {}
+    for path in sorted((reports_dir / PUBLISHED).glob("*.json")):
+        manifest = json.loads(path.read_text())
+        days[manifest["day"]] = {
+            "day": manifest["day"],
+            "run_id": manifest.get("run_id") or None,
+            "reports": {r["experiment"]: r["html"]["path"] for r in manifest["reports"]},
+        }
+    for report in sorted(reports_dir.glob("*/*.html")):
+        experiment, day = report.parent.name, report.stem
+        if experiment.startswith(("_", ".")) or not _DAY.match(day):
+            continue
+        entry = days.setdefault(day, {"day": day, "run_id": None, "reports": {}})
+        entry["reports"].setdefault(experiment, str(report.relative_to(reports_dir)))
+    return sorted(days.values(), key=lambda e: e["day"], reverse=True)
+
+
+def render_index(entries: list[dict]) -> str:
+    """The reports index (pure): one row per day processed, newest first."""
     rows = []
-    for manifest in sorted(manifests, key=lambda m: m["day"], reverse=True):
-        day = html.escape(manifest["day"])
+    for entry in sorted(entries, key=lambda e: e["day"], reverse=True):
         links = (
             ", ".join(
-                f'<a href="{html.escape(r["html"]["path"])}">{html.escape(r["experiment"])}</a>'
-                for r in manifest["reports"]
+                f'<a href="{html.escape(path)}">{html.escape(experiment)}</a>'
+                for experiment, path in sorted(entry["reports"].items())
             )
             or "<em>no experiment running</em>"
         )
-        rows.append(f"<tr><td>{day}</td><td>{links}</td></tr>")
-    body = "\n".join(rows) or '<tr><td colspan="2">nothing published yet</td></tr>'
+        run = (
+            f"<code>{html.escape(entry['run_id'])}</code>"
+            if entry["run_id"]
+            else "<em>not published by the DAG</em>"
+        )
+        rows.append(f"<tr><td>{html.escape(entry['day'])}</td><td>{links}</td><td>{run}</td></tr>")
+    body = "\n".join(rows) or '<tr><td colspan="3">nothing published yet</td></tr>'
     return (
         '<!doctype html>\n<html lang="en"><head><meta charset="utf-8"><title>quicexp reports</title></head>\n'
         "<body><h1>quicexp daily experiment reports</h1>\n"
-        f"<table><thead><tr><th>day</th><th>reports</th></tr></thead><tbody>\n{body}\n</tbody></table>\n"
+        "<table><thead><tr><th>day processed</th><th>reports</th><th>published by run</th></tr></thead>"
+        f"<tbody>\n{body}\n</tbody></table>\n"
         "</body></html>\n"
     )
 
@@ -89,8 +120,5 @@ def publish_day(reports_dir: Path, day: str, experiments: list[str], run_id: str
         reports_dir / PUBLISHED / f"{day}.json",
         json.dumps(manifest, indent=2, sort_keys=True) + "\n",
     )
-    manifests = [
-        json.loads(p.read_text()) for p in sorted((reports_dir / PUBLISHED).glob("*.json"))
-    ]
-    _atomic_write(reports_dir / "index.html", render_index(manifests))
+    _atomic_write(reports_dir / "index.html", render_index(index_entries(reports_dir)))
     return manifest

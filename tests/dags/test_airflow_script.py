@@ -74,3 +74,15 @@ def test_airflow_state_lives_under_the_state_dir_with_private_secrets(airflow_en
         parse_exports(again.stdout)["AIRFLOW__API_AUTH__JWT_SECRET"]
         == airflow_env["AIRFLOW__API_AUTH__JWT_SECRET"]
     )
+
+
+def test_the_generated_password_is_never_printed_only_where_it_is(tmp_path):
+    done = _script("secrets", QUICEXP_STATE_DIR=str(tmp_path / "state"))
+
+    assert done.returncode == 0, done.stderr
+    password_file = tmp_path / "state" / "airflow" / "admin-password.json"
+    password = json.loads(password_file.read_text())["admin"]
+    assert stat.S_IMODE(password_file.stat().st_mode) == 0o600
+    assert password not in done.stdout + done.stderr
+    assert f"into {password_file} (mode 0600)" in done.stderr
+    assert "\x1b" not in done.stderr  # not a terminal: no colour codes

@@ -48,16 +48,36 @@ def test_missing_report_fails_and_publishes_nothing(tmp_path):
 
 def test_index_is_newest_first_and_independent_of_run_order(tmp_path):
     days = ["2026-06-15", "2026-06-16", "2026-06-17"]
-    for day in days:
-        _report(tmp_path, "exp_a", day)
-    for day in days:
-        publish_day(tmp_path, day, ["exp_a"], f"run-{day}")
-    in_order = (tmp_path / "index.html").read_text()
+    in_order, reversed_order = tmp_path / "in-order", tmp_path / "reversed"
+    for folder, sequence in ((in_order, days), (reversed_order, days[::-1])):
+        for day in days:
+            _report(folder, "exp_a", day)
+        for day in sequence:
+            publish_day(folder, day, ["exp_a"], f"scheduled__{day}T00:00:00+00:00")
+    index = (in_order / "index.html").read_text()
 
-    publish_day(tmp_path, days[0], ["exp_a"], "rerun")  # an old day after newer ones
+    publish_day(in_order, days[0], ["exp_a"], f"scheduled__{days[0]}T00:00:00+00:00")  # an old day again
 
-    assert (tmp_path / "index.html").read_text() == in_order
-    assert [in_order.index(d) for d in reversed(days)] == sorted(in_order.index(d) for d in days)
+    assert (in_order / "index.html").read_text() == index == (reversed_order / "index.html").read_text()
+    assert [index.index(d) for d in reversed(days)] == sorted(index.index(d) for d in days)
+
+
+def test_index_lists_every_day_with_reports_and_the_run_that_published_it(tmp_path):
+    """Days whose reports were written outside the DAG (quicexp run-day, demo) are listed too."""
+    _report(tmp_path, "exp_a", "2026-06-15")  # run-day: reports, no manifest
+    _report(tmp_path, "exp_b", "2026-06-15")
+    _report(tmp_path, "exp_a", "2026-06-16")
+    (tmp_path / "exp_a" / "notes.html").write_text("not a day")
+    publish_day(tmp_path, "2026-06-16", ["exp_a"], "manual__2026-06-16T00:00:00+00:00")
+
+    index = (tmp_path / "index.html").read_text()
+    rows = {row.split("</td>")[0]: row for row in index.split("<tr><td>")[1:]}
+    assert list(rows) == ["2026-06-16", "2026-06-15"]
+    assert "manual__2026-06-16T00:00:00+00:00" in rows["2026-06-16"]
+    assert 'href="exp_a/2026-06-15.html"' in rows["2026-06-15"]
+    assert 'href="exp_b/2026-06-15.html"' in rows["2026-06-15"]
+    assert "not published by the DAG" in rows["2026-06-15"]
+    assert "notes" not in index
 
 
 def test_day_without_running_experiments_is_still_published(tmp_path):
