@@ -33,6 +33,17 @@ def ensure_table(spark: SparkSession, name: str, struct: StructType, partition_b
     )
 
 
+def add_missing_columns(spark: SparkSession, name: str, struct: StructType) -> list[str]:
+    """Add to the existing table ``name`` the fields of ``struct`` it lacks, as nullable columns
+    (a table made before a field existed: older rows read it as null). Returns their names."""
+    have = {f.name.lower() for f in spark.table(name).schema.fields}
+    missing = [f for f in struct.fields if f.name.lower() not in have]
+    if missing:
+        columns = ", ".join(f"`{f.name}` {f.dataType.simpleString()}" for f in missing)
+        spark.sql(f"ALTER TABLE {name} ADD COLUMNS ({columns})")
+    return [f.name for f in missing]
+
+
 def replace_where(df: DataFrame, name: str, condition: Column) -> None:
     """Atomically replace the rows of ``name`` matching ``condition`` with ``df``.
 

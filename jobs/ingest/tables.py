@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import date
 from typing import TYPE_CHECKING
 
-from jobs.delta_io import ensure_table, qualified
+from jobs.delta_io import add_missing_columns, ensure_table, qualified
 from jobs.ingest.validate import spark_schema
 from quicexp import telemetry
 from quicexp.config import Settings, validate_identifier
@@ -69,6 +69,8 @@ def ensure_tables(spark: SparkSession, settings: Settings, kinds: tuple[str, ...
     for name, struct, partitions in wanted:
         if name.lower() not in existing:
             ensure_table(spark, qualified(schema, name), struct, partitions)
+        else:  # a table made before a telemetry field existed gets it, nullable
+            add_missing_columns(spark, qualified(schema, name), struct)
 
 
 def audit_rows(classified: DataFrame, kind: str, day: date) -> DataFrame:

@@ -37,3 +37,23 @@ def test_an_earlier_quarantined_copy_does_not_make_the_valid_copy_a_duplicate(in
 
 def ts_minus_minute(text: str) -> str:
     return ts(datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ") - timedelta(minutes=1))
+
+
+def test_a_bronze_table_made_before_a_field_existed_gets_the_field(ingest_spark, lake):
+    """A lake from before page_size_class: the ingest adds the column, nullable, and loads."""
+    from jobs.delta_io import ensure_schema, ensure_table, qualified
+    from jobs.ingest.tables import BRONZE_PARTITIONS, bronze_struct
+    from pyspark.sql.types import StructType
+
+    settings = lake("ingest_new_field")
+    kind = "page_loads"
+    old = StructType([f for f in bronze_struct(kind).fields if f.name != "page_size_class"])
+    ensure_schema(ingest_spark, settings.bronze_schema)
+    ensure_table(ingest_spark, qualified(settings.bronze_schema, kind), old, BRONZE_PARTITIONS)
+    rows = [dict(event(kind, D, i), page_size_class="large") for i in range(4)]
+    write_jsonl_gz(settings.landing_root / f"upload_date={D}" / kind / "b-0.jsonl.gz",
+                   [json.dumps(r) for r in rows])  # fmt: skip
+    summary = jobs.ingest.run(ingest_spark, settings, D, (kind,))
+    assert summary.per_kind[kind]["rows_loaded"] == 4
+    table = ingest_spark.table(f"{settings.bronze_schema}.{kind}")
+    assert {r.page_size_class for r in table.select("page_size_class").collect()} == {"large"}
