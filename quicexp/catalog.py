@@ -40,10 +40,13 @@ def _pyspark_jars() -> Path:
 
 
 def _derby_jars(settings: Settings) -> list[Path]:
-    """Derby's jars and the project jar (the control-command gate of the server, DerbyControl)."""
+    """Derby's jars and the project jar (the control-command gate of the server, DerbyControl),
+    by their real paths: the server's security policy grants reading them, and the JVM checks
+    the path it opened (an environment reached through a symbolic link would fail the check)."""
     bundled = _pyspark_jars()
     parts = sorted(bundled.glob("derby*.jar"))
-    return [*parts, *cached_jars(settings.jar_cache, ("derbynet", "derbyclient")), project_jar(settings.jar_cache)]
+    jars = [*parts, *cached_jars(settings.jar_cache, ("derbynet", "derbyclient")), project_jar(settings.jar_cache)]
+    return [jar.resolve() for jar in jars]
 
 
 def _derby_classpath(settings: Settings) -> str:
