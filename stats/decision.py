@@ -11,9 +11,10 @@ product decisions in A/B tests with multiple metrics" (arXiv 2402.11609):
   significantly worse beyond its margin (the paper's deterioration tests, §4), each one-sided
   at alpha / (S + G) so that a treatment that moves nothing is rolled back with probability at
   most alpha;
-- **invalid** when a quality gate fails (§4's quality tests: the sample-ratio test here, more
-  from the trust checks); **keep_running** otherwise, with the days still needed for the
-  planned power; **no_ship** at or after the planned end when neither rule has been met.
+- **invalid** when a quality gate fails (§4's quality tests: the results' sample-ratio test, and
+  every gate of the health table, :mod:`stats.health`); **keep_running** otherwise, with the
+  days still needed for the planned power; **no_ship** at or after the planned end when neither
+  rule has been met.
 
 With A treatment arms every level is divided by A as well (each arm is a separate ship/rollback
 decision). Power (§3.4): the decision ships with probability 1 - beta only if the success test
@@ -41,6 +42,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
+from stats.health import failed_gates
 from stats.sequential import boundary_multiplier, calibrated_alpha
 from stats.settings import DecisionPlan, DecisionSettings, MetricRole
 
@@ -154,7 +156,8 @@ def label(role: MetricRole) -> str:
     return role.metric if q is None else f"{role.metric}@p{float(q) * 100:g}"
 
 
-def _row_label(metric: pd.Series, quantile: pd.Series) -> pd.Series:
+def row_labels(metric: pd.Series, quantile: pd.Series) -> pd.Series:
+    """:func:`label` of every results row (``metric`` or ``metric@p95``)."""
     q = quantile.astype(float)
     with_q = metric + "@p" + (q * 100).map(lambda v: f"{v:g}" if np.isfinite(v) else "")
     return metric.where(q.isna(), with_q)
@@ -176,7 +179,7 @@ def _test_rows(plans: dict[str, DecisionPlan], overall: pd.DataFrame) -> pd.Data
                 })  # fmt: skip
     if not specs:
         return pd.DataFrame()
-    rows = overall.assign(label=_row_label(overall["metric"], overall["quantile_p"]))
+    rows = overall.assign(label=row_labels(overall["metric"], overall["quantile_p"]))
     return pd.DataFrame(specs).merge(rows, on=["experiment_id", "label"], how="inner")
 
 
@@ -232,7 +235,8 @@ def _evaluate(tests: pd.DataFrame, s: DecisionSettings) -> pd.DataFrame:
     return out
 
 
-def decide(results: pd.DataFrame, settings: DecisionSettings) -> Decisions:
+def decide(results: pd.DataFrame, settings: DecisionSettings,
+           health: pd.DataFrame | None = None) -> Decisions:  # fmt: skip
     """Verdicts for every experiment x as_of_date x treatment arm of ``results``.
 
     Args:
@@ -241,6 +245,10 @@ def decide(results: pd.DataFrame, settings: DecisionSettings) -> Decisions:
             (a sequential test that passed at an earlier look stays passed, so pass the
             experiment's history, not just today).
         settings: the declared metrics of each experiment and the levels.
+        health: the health checks (:data:`stats.health.HEALTH_COLUMNS`; ``experiment_id``,
+            ``as_of_date``, ``check``, ``passed`` and ``is_gate`` are read): a failed gate of an
+            experiment's date makes every verdict of that look ``invalid``, with the reason
+            ``gate_failed:<check>``. None: the results' sample-ratio test is the only gate.
 
     Returns:
         :class:`Decisions`: ``verdicts`` (:data:`DECISION_COLUMNS`) and ``tests``
@@ -272,7 +280,9 @@ def decide(results: pd.DataFrame, settings: DecisionSettings) -> Decisions:
         running = side * running.to_numpy()
         tests["bound"] = np.where(seq, running, tests["bound"])
     looks = overall.drop_duplicates(_LOOK)
-    frames = [_verdicts(looks[looks["experiment_id"] == e], tests, plan, s, int(arms.get(e, 1)))
+    failed = failed_gates(health)
+    frames = [_verdicts(looks[looks["experiment_id"] == e], tests, plan, s, int(arms.get(e, 1)),
+                        failed[failed["experiment_id"] == e])
               for e, plan in s.experiments.items() if (looks["experiment_id"] == e).any()]  # fmt: skip
     verdicts = pd.concat(frames, ignore_index=True)
     keep = [c for c in (*DECISION_COLUMNS, "segment_value") if c in verdicts.columns]
@@ -300,8 +310,9 @@ def _with_levels(tests: pd.DataFrame, s: DecisionSettings, arms: pd.Series) -> p
 
 
 def _verdicts(looks: pd.DataFrame, tests: pd.DataFrame, plan: DecisionPlan,
-              s: DecisionSettings, n_arms: int) -> pd.DataFrame:  # fmt: skip
-    """The verdict of every look of one experiment, its reasons and the inputs it used."""
+              s: DecisionSettings, n_arms: int, failed: pd.DataFrame) -> pd.DataFrame:  # fmt: skip
+    """The verdict of every look of one experiment, its reasons and the inputs it used
+    (``failed``: the experiment's failed health gates, :func:`stats.health.failed_gates`)."""
     success = [label(r) for r in plan.roles if r.role == "success"]
     guardrails = [label(r) for r in plan.roles if r.role == "guardrail"]
     mechanism = [label(r) for r in plan.roles if r.role == "mechanism"]
@@ -336,13 +347,17 @@ def _verdicts(looks: pd.DataFrame, tests: pd.DataFrame, plan: DecisionPlan,
     for n in present.values():
         missing |= ~n
     srm = out["srm_p_value"].to_numpy(float)
-    gate = np.isfinite(srm) & (srm < s.srm_alpha)
+    gates = [["srm"] if np.isfinite(p) and p < s.srm_alpha else [] for p in srm]
+    by_day = failed.groupby("as_of_date")["check"].agg(list) if len(failed) else {}
+    for i, look_date in enumerate(out["as_of_date"]):
+        gates[i] += [c for c in sorted(by_day.get(look_date, ())) if c not in gates[i]]
+    gate = np.array([bool(g) for g in gates], bool)
     any_worse = _any(worse, len(out)) | _any(inferior, len(out))
     ship = _any(better, len(out)) & _all(ni, len(out)) & ~missing & bool(success)
     verdict = np.select([gate, any_worse, ship, at_end], ["invalid", "rollback", "ship", "no_ship"],
                         "keep_running")  # fmt: skip
     out["verdict"] = verdict
-    out["reasons"] = _reasons(verdict, better, worse, ni, inferior, active, present, gate)
+    out["reasons"] = _reasons(verdict, better, worse, ni, inferior, active, present, gates)
     out["day_of_experiment"] = day
     out["planned_days"] = plan.planned_days
     out["analysis"] = plan.analysis
@@ -372,8 +387,9 @@ def _all(flags: dict[str, np.ndarray], n: int) -> np.ndarray:
     return out
 
 
-def _reasons(verdict, better, worse, ni, inferior, active, present, gate) -> list[list[str]]:
-    """Machine-readable reasons per look, ``code:metric`` (most important first)."""
+def _reasons(verdict, better, worse, ni, inferior, active, present, gates) -> list[list[str]]:
+    """Machine-readable reasons per look, ``code:metric`` (most important first; ``gates``: the
+    failed gates of each look, ``gate_failed:<check>``)."""
     n = len(verdict)
     out: list[list[str]] = [[] for _ in range(n)]
 
@@ -383,8 +399,8 @@ def _reasons(verdict, better, worse, ni, inferior, active, present, gate) -> lis
                 out[i].append(f"{code}:{name}")
 
     yes = np.ones(n, bool)
-    for i in np.flatnonzero(gate):
-        out[i].append("gate_failed:srm")
+    for i, failed in enumerate(gates):
+        out[i] += [f"gate_failed:{check}" for check in failed]
     add("success_worse", worse, yes)
     add("guardrail_inferior", inferior, yes)
     add("success_better", better, yes)
