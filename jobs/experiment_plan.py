@@ -52,7 +52,7 @@ def plan(
     import numpy as np
 
     from quicexp.metrics import load_metrics
-    from stats.decision import label, plan_units, required_units
+    from stats.decision import label, plan_units, required_units, row_labels
     from stats.settings import DecisionPlan
 
     decision = registry.decision_plans(load_metrics(settings.metrics_file)).get(experiment.id)
@@ -60,12 +60,14 @@ def plan(
         raise ConfigError(f"experiment {experiment.id} declares no metrics (registry: metrics:)")
     roles = DecisionPlan.model_validate(decision).roles
     wanted = {label(r) for r in roles if r.role != "mechanism"}
-    rows = results.assign(label=_labels(results))
+    rows = results.assign(label=row_labels(results["metric"], results["quantile_p"]))
     rows = rows[rows["label"].isin(wanted)]
     if reference is None and len(rows):
         # the experiment itself when it measures every declared metric; else the experiment
         # that measures the most of them, latest first (its gaps are then named below)
-        covered = rows.groupby("experiment_id").agg(n=("label", "nunique"), last=("as_of_date", "max"))
+        covered = rows.groupby("experiment_id").agg(
+            n=("label", "nunique"), last=("as_of_date", "max")
+        )
         covered["own"] = covered.index == experiment.id
         reference = covered.sort_values(["n", "own", "last"]).index[-1]
     ref = rows[rows["experiment_id"] == reference] if reference else rows.iloc[0:0]
@@ -90,13 +92,6 @@ def plan(
         experiment.id, str(reference), str(ref["as_of_date"].max()), tests,
         required_units(tests), per_day, looks,
     )  # fmt: skip
-
-
-def _labels(results: pd.DataFrame) -> pd.Series:
-    q = results["quantile_p"].astype(float)
-    return results["metric"].where(
-        q.isna(), results["metric"] + "@p" + (q * 100).map(lambda v: f"{v:g}")
-    )
 
 
 def _start(registry: Registry, experiment_id: str):

@@ -42,7 +42,7 @@ from stats.settings import (
     ExperimentPlan,
     MetricRole,
 )
-from stats.study import GRID_C, LAM_MU, LAM_SIGMA, LAT_MU, SIGMA_E, TAU, THETA, K, bin_values
+from stats.study import GRID_C, LAT_MU, SIGMA_E, THETA, K, _draw_arm, bin_values
 
 CRASH_P = 0.001
 START = date(2026, 1, 1)
@@ -69,22 +69,20 @@ class Effects:
 
 
 def _arm(rng: np.random.Generator, sims: int, n: int, eff: Effects, quantile: bool) -> dict:
-    """Per-unit data of one arm for ``sims`` experiments of ``n`` units, (sims, n)."""
-    shape = (sims, n)
-    lam = rng.lognormal(LAM_MU, LAM_SIGMA, shape)
-    u = rng.normal(0.0, TAU, shape)
-    x = 1 + rng.poisson(lam)
-    d = 1 + rng.poisson(lam)
-    scale = THETA * np.exp(u)
+    """Per-unit data of one arm for ``sims`` experiments of ``n`` units, (sims, n): the unit
+    model of :func:`stats.study._draw_arm` (its y is the ratio metric's numerator, its c the
+    mean metric's per-unit total), one more latency total on the same requests, a rare event."""
+    a = _draw_arm(rng, np.full(sims, n), n, eff.ratio)
+    scale = THETA * np.exp(a.u)
     out = {
-        "x": x.astype(float),
-        "y_ratio": rng.gamma(K * x, scale) * (1 + eff.ratio),
-        "y_success": rng.gamma(K * x, scale) * (1 + eff.success),
-        "y_mean": rng.gamma(K * d, scale) * (1 + eff.mean),
-        "crash": (rng.random(shape) < CRASH_P * (1 + eff.crash_rate)).astype(float),
+        "x": a.x,
+        "y_ratio": a.y,
+        "y_success": rng.gamma(K * a.x, scale) * (1 + eff.success),
+        "y_mean": a.c * (1 + eff.mean),
+        "crash": (rng.random((sims, n)) < CRASH_P * (1 + eff.crash_rate)).astype(float),
     }
     if quantile:
-        out["u"], out["lat_effect"] = u, eff.latency_p95
+        out["u"], out["lat_effect"] = a.u, eff.latency_p95
     return out
 
 
