@@ -53,6 +53,13 @@ class ReportData:
         missing: source name -> why it is not available (shown in the report's footer).
         metrics: the metric registry the report names and orders metrics by; None: the
             configured one (``Settings.metrics_file``).
+        decisions: gold.experiment_decisions rows (as_of_date <= day), or None (the experiment
+            declares no metrics, or the table does not exist yet).
+        decision_tests: gold.experiment_decision_tests rows (as_of_date <= day), or None.
+        health: gold.experiment_health rows of the day, or None (the table does not exist yet:
+            the sample-ratio check then comes from the results).
+        published: gold.experiment_report_published rows (as_of_date <= day): what earlier
+            reports published, compared with the lake's current numbers (reports.revision).
     """
 
     experiment: Experiment
@@ -62,11 +69,21 @@ class ReportData:
     quality: IngestQuality | None = None
     missing: dict[str, str] = field(default_factory=dict)
     metrics: MetricRegistry | None = None
+    decisions: pd.DataFrame | None = None
+    decision_tests: pd.DataFrame | None = None
+    health: pd.DataFrame | None = None
+    published: pd.DataFrame | None = None
 
     @property
     def today(self) -> pd.DataFrame:
         """Results as of the report's day."""
         return self.results[as_dates(self.results["as_of_date"]) == self.day]
+
+    def on_day(self, frame: pd.DataFrame | None) -> pd.DataFrame | None:
+        """``frame``'s rows of the report's day (None stays None)."""
+        if frame is None or frame.empty:
+            return frame
+        return frame[as_dates(frame["as_of_date"]) == self.day]
 
 
 def as_dates(column: pd.Series) -> pd.Series:

@@ -64,11 +64,26 @@ def percent(fraction: float, signed: bool = True) -> str:
     return number(pct, decimals, signed) + "%"
 
 
-def value_text(value: float, disp: MetricDisplay) -> str:
+def value_text(value: float, disp: MetricDisplay, decimals: int | None = None) -> str:
     """An arm's value in display units, e.g. "3,215 ms" or "5.20%"."""
     if is_missing(value):
         return MISSING
-    return with_unit(number(float(value) * disp.scale), disp.unit)
+    return with_unit(number(float(value) * disp.scale, decimals), disp.unit)
+
+
+def shared_decimals(values: list[float], significant: int = 3) -> int | None:
+    """One number of decimals for numbers shown side by side (an arm's value beside the
+    other's): ``significant`` digits of the largest, so "792" never stands beside "782.2"."""
+    finite = [abs(float(v)) for v in values if not is_missing(v) and float(v) != 0]
+    if not finite:
+        return None
+    return 0 if max(finite) >= 10 ** (significant - 1) else decimals_for(max(finite), significant)
+
+
+def arm_values(control: float, treatment: float, disp: MetricDisplay) -> tuple[str, str]:
+    """Both arms' values with one number of decimals (three significant digits of the larger)."""
+    d = shared_decimals([v * disp.scale for v in (control, treatment) if not is_missing(v)])
+    return value_text(control, disp, d), value_text(treatment, disp, d)
 
 
 def segment_label(segment_type: str, segment_value: str) -> str:
@@ -111,14 +126,18 @@ class Effect:
 
     @property
     def line(self) -> str:
-        """The seeds' one-liner: "p95 request latency, Windows: +98 ms (+3.0%) [+61, +135]"."""
-        return f"{self.label}, {self.segment}: {self.delta} ({self.rel}) {self.ci}"
+        """The seeds' one-liner: "p95 request latency, Windows: +98 ms (+3.0%) [+61, +135] ms"
+        (no relative delta where it is undefined: a control of 0)."""
+        rel = f" ({self.rel})" if self.rel != MISSING else ""
+        return f"{self.label}, {self.segment}: {self.delta}{rel} {self.ci}"
 
 
-def _interval(lo: float, hi: float, decimals: int, scale: float = 1.0) -> str:
+def _interval(lo: float, hi: float, decimals: int, scale: float = 1.0, unit: str = "") -> str:
+    """ "[+61, +135] ms": the interval's ends share the delta's decimals, the unit follows."""
     if is_missing(lo) or is_missing(hi):
         return MISSING
-    return f"[{number(float(lo) * scale, decimals, True)}, {number(float(hi) * scale, decimals, True)}]"
+    ends = f"[{number(float(lo) * scale, decimals, True)}, {number(float(hi) * scale, decimals, True)}]"
+    return with_unit(ends, unit)
 
 
 def _pct_interval(lo: float, hi: float) -> str:
@@ -155,9 +174,9 @@ def effect(row: Any) -> Effect:
         segment=segment_label(get("segment_type"), get("segment_value")),
         delta=with_unit(number(delta * s, decimals, True), disp.abs_unit),
         rel=percent(get("delta_rel")),
-        ci=_interval(lo, hi, decimals, s),
+        ci=_interval(lo, hi, decimals, s, disp.abs_unit),
         rel_ci=_pct_interval(get("ci_rel_lower"), get("ci_rel_upper")),
-        seq_ci=_interval(get("seq_ci_abs_lower"), get("seq_ci_abs_upper"), decimals, s),
+        seq_ci=_interval(get("seq_ci_abs_lower"), get("seq_ci_abs_upper"), decimals, s, disp.abs_unit),
         seq_rel_ci=_pct_interval(get("seq_ci_rel_lower"), get("seq_ci_rel_upper")),
         mde=mde,
     )

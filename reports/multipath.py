@@ -14,7 +14,7 @@ import pandas as pd
 
 from reports.fmt import MISSING, is_missing, number, percent
 from reports.metrics import MULTIPATH_METRICS, display
-from reports.plots import PALETTE, plt, png_uri
+from reports.plots import PALETTE, Chart, plt, png_uri
 
 COLUMNS = ("avg", "p50", "p90", "p95", "p99")
 #: (label, mean metric, quantile metric) of the table's measures
@@ -35,7 +35,7 @@ class MultipathRow:
 class MultipathSection:
     rows: list[MultipathRow]
     overhead: list[tuple[str, str]]
-    images: list[str]
+    images: list[Chart]
 
 
 def is_multipath(today: pd.DataFrame) -> bool:
@@ -102,7 +102,7 @@ def _measure_rows(today: pd.DataFrame, arms: list[str]) -> tuple[list[MultipathR
     return rows, series
 
 
-def _plot(series: dict, overhead: dict[str, float], arms: list[str]) -> list[str]:
+def _plot(series: dict, overhead: dict[str, float], arms: list[str]) -> list[Chart]:
     measures = sorted({m for m, _ in series})
     if not measures:
         return []
@@ -130,7 +130,7 @@ def _plot(series: dict, overhead: dict[str, float], arms: list[str]) -> list[str
         ax.set_title("re-injection overhead (% of path bytes)", fontsize=9)
         ax.grid(alpha=0.3, axis="y")
     fig.tight_layout()
-    return [png_uri(fig)]
+    return [png_uri(fig, measures)]
 
 
 def multipath_section(today: pd.DataFrame, arm_order: list[str]) -> MultipathSection | None:

@@ -17,16 +17,17 @@ from reports.fmt import (
     MISSING,
     Effect,
     Power,
+    arm_values,
     effect,
     is_missing,
     number,
     percent,
     power,
     segment_rank,
-    value_text,
     verdict,
 )
 from reports.metrics import CURVE_MEAN_METRIC, CURVE_METRIC, display, percentile_name, sort_key
+from reports.plots import PANEL_SEGMENTS, is_small
 
 #: most headline lines before "and N more"
 MAX_HEADLINES = 12
@@ -53,6 +54,8 @@ class ScoreRow:
     flags: str
     segment_rank: tuple = ()
     power: Power | None = None
+    units: str = MISSING
+    small: bool = False
 
     @property
     def css(self) -> str:
@@ -72,6 +75,8 @@ class ScoreRow:
             )
         if not self.trustworthy:
             classes.append("untrusted")
+        if self.small:
+            classes.append("small")
         return " ".join(c.strip() for c in classes)
 
 
@@ -99,14 +104,15 @@ def score_rows(results: pd.DataFrame) -> list[ScoreRow]:
         )
         guard = bool(r.is_guardrail)
         flags = [f for f in str(r.flags or "").split(";") if f and f not in ("cuped",)]
+        control, treatment = arm_values(r.value_control, r.value_treatment, display(r.metric))
         rows.append(
             ScoreRow(
                 metric=r.metric,
                 quantile_p=_qp(r.quantile_p),
                 segment_type=r.segment_type,
                 treatment_arm=str(r.treatment_arm),
-                control=value_text(r.value_control, display(r.metric)),
-                treatment=value_text(r.value_treatment, display(r.metric)),
+                control=control,
+                treatment=treatment,
                 effect=effect(r),
                 p_adjusted=_p_text(r.p_value_adjusted),
                 significant=significant,
@@ -118,6 +124,8 @@ def score_rows(results: pd.DataFrame) -> list[ScoreRow]:
                 flags=", ".join(flags),
                 segment_rank=segment_rank(r.segment_type, r.segment_value),
                 power=power(r),
+                units=f"{number(r.n_control, 0)} / {number(r.n_treatment, 0)}",
+                small=is_small(r),
             )
         )
     rows.sort(
@@ -137,6 +145,18 @@ def scorecard(today: pd.DataFrame) -> tuple[list[ScoreRow], list[ScoreRow]]:
     """(overall and per-platform rows, network-condition rows) of the day."""
     main = today["segment_type"].isin(SCORECARD_SEGMENTS)
     return score_rows(today[main]), score_rows(today[~main])
+
+
+def segment_rows(today: pd.DataFrame, metric: str, quantile_p: float | None) -> list[ScoreRow]:
+    """One metric's rows in every segment of the small multiples (overall, platforms, RTT /
+    loss / bandwidth buckets), in that order: the drill-down under its panel."""
+    d = today[(today["metric"] == metric) & today["segment_type"].isin(PANEL_SEGMENTS)]
+    if quantile_p is None:
+        d = d[d["quantile_p"].isna()]
+    else:
+        d = d[(d["quantile_p"] - quantile_p).abs() < 1e-9]
+    rows = score_rows(d)
+    return sorted(rows, key=lambda r: (PANEL_SEGMENTS.index(r.segment_type), r.segment_rank, r.treatment_arm))
 
 
 #: segments of a metric group's own section: overall and the network-condition buckets

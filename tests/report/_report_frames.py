@@ -48,8 +48,8 @@ def _ratio_sums(y: np.ndarray, x: np.ndarray) -> dict:
 
 def sufficient_stats(
     experiment_id: str = "fhol_test",
-    arms: tuple[str, str] = ("control", "fhol"),
-    shares: tuple[float, float] = (0.5, 0.5),
+    arms: tuple[str, ...] = ("control", "fhol"),
+    shares: tuple[float, ...] = (0.5, 0.5),
     n_units: int = 4000,
     days: int = 3,
     start: date = date(2026, 6, 15),
@@ -57,17 +57,23 @@ def sufficient_stats(
     multipath: bool = False,
     seed: int = 1,
     qlog: bool = False,
+    hol: bool = False,
 ) -> pd.DataFrame:
-    """Sufficient statistics of a two-arm experiment over ``days`` as-of dates.
+    """Sufficient statistics of an experiment over ``days`` as-of dates (the first arm is the
+    control; treatment arm k has k times the effects).
 
     The treatment slows request latency events above the control's 80th percentile by
     ``tail_effect`` (a tail effect, flat median: the FHOL shape; 0 gives an A/A test), and, with
     ``multipath``, shortens close delay and RTT tails while re-injecting ~2% of bytes. With
     ``qlog``, the qlog metrics qlog_loss_rate_server (treatment loses 30% more) and
-    qlog_min_rtt_client (one connection per client and day) are added.
+    qlog_min_rtt_client (one connection per client and day) are added. With ``hol``,
+    hol_blocked_time_per_request: 0 in the control by construction, some ms per request in a
+    treatment arm (FHOL's mechanism metric).
     """
     rng = np.random.default_rng(seed)
-    arm = (rng.random(n_units) < shares[1]).astype(int)
+    u = rng.random(n_units)
+    arm = (u < shares[1]).astype(int) if len(arms) == 2 else np.searchsorted(np.cumsum(shares), u, side="right")
+    arm = np.minimum(arm, len(arms) - 1)
     seg = {
         "platform": PLATFORMS[rng.choice(5, n_units, p=[0.45, 0.3, 0.1, 0.1, 0.05])],
         "rtt_bucket": RTT[rng.choice(4, n_units)],
@@ -81,16 +87,19 @@ def sufficient_stats(
     day_of = np.concatenate([np.full(events_per_day[d].sum(), d) for d in range(days)])
     lat = np.exp(mu[unit] + rng.normal(0, 0.9, unit.size))
     threshold = np.quantile(lat, 0.8)
-    lat = np.where((arm[unit] == 1) & (lat > threshold), lat * (1 + tail_effect), lat)
+    lat = np.where((arm[unit] >= 1) & (lat > threshold), lat * (1 + tail_effect * arm[unit]), lat)
     reb = rng.poisson(0.3 * (1 + 0.5 * tail_effect * arm), (days, n_units)).astype(float)
     plays = 1 + rng.poisson(1, (days, n_units)).astype(float)
-    close = np.exp(rng.normal(12.8, 0.6, unit.size)) / 1000 * np.where(arm[unit] == 1, 0.93, 1.0)
-    srtt = np.exp(rng.normal(3.6, 0.5, unit.size)) * np.where(arm[unit] == 1, 0.95, 1.0)
+    close = np.exp(rng.normal(12.8, 0.6, unit.size)) / 1000 * np.where(arm[unit] >= 1, 0.93, 1.0)
+    srtt = np.exp(rng.normal(3.6, 0.5, unit.size)) * np.where(arm[unit] >= 1, 0.95, 1.0)
     path_bytes = rng.gamma(2, 5e5, (days, n_units))
-    reinj = path_bytes * np.where(arm == 1, 0.02, 0.0) * rng.uniform(0.5, 1.5, (days, n_units))
+    reinj = path_bytes * np.where(arm >= 1, 0.02, 0.0) * rng.uniform(0.5, 1.5, (days, n_units))
     q_sent = 50 + rng.poisson(200, (days, n_units)).astype(float)
-    q_lost = rng.binomial(q_sent.astype(int), np.where(arm == 1, 0.026, 0.02)).astype(float)
+    q_lost = rng.binomial(q_sent.astype(int), np.where(arm >= 1, 0.026, 0.02)).astype(float)
     q_rtt = rng.gamma(4, 10, (days, n_units))
+    if hol:  # drawn last: the other metrics' draws stay those of the frames without it
+        blocked = (arm[unit] >= 1) & (rng.random(unit.size) < 0.05)
+        hol_ms = np.where(blocked, rng.exponential(40.0, unit.size), 0.0)
     rows = []
     for d in range(days):
         as_of = start + timedelta(days=d)
@@ -101,7 +110,7 @@ def sufficient_stats(
         upto = lambda m: m[: d + 1].sum(axis=0)  # noqa: E731
         for seg_type, values in [("overall", np.full(n_units, "all")), *seg.items()]:
             for seg_value in np.unique(values):
-                for a in (0, 1):
+                for a in range(len(arms)):
                     in_seg = active & (values == seg_value) & (arm == a)
                     base = {"experiment_id": experiment_id, "segment_type": seg_type, "segment_value": seg_value,
                             "arm": arms[a], "is_control": a == 0, "as_of_date": as_of, "is_guardrail": False}  # fmt: skip
@@ -121,6 +130,8 @@ def sufficient_stats(
                     if qlog:
                         metrics.append(("qlog_loss_rate_server", "ratio", _ratio_sums(upto(q_lost)[idx], upto(q_sent)[idx])))  # fmt: skip
                         metrics.append(("qlog_min_rtt_client", "ratio", _ratio_sums(upto(q_rtt)[idx], np.full(idx.size, d + 1.0))))  # fmt: skip
+                    if hol:
+                        metrics.append(("hol_blocked_time_per_request", "ratio", _ratio_sums(per_unit(hol_ms)[idx], lat_n[idx])))  # fmt: skip
                     for name, kind, sums in metrics:
                         rows.append({**base, "metric": name, "metric_kind": kind, **sums})
                     for name, ps, values_ in qs:
@@ -138,6 +149,25 @@ def results(
 ) -> pd.DataFrame:
     """The real stats engine's output for ``table``."""
     return analyze(table, AnalysisSettings(expected_split=expected or {}))
+
+
+#: FHOL's declaration (registry/experiments.yml) cut to the metrics these frames have
+FHOL_ROLES = (
+    {"role": "success", "metric": "request_latency", "better": "decrease", "minimum_effect": 0.01},
+    {"role": "guardrail", "metric": "request_latency_p", "quantile": 0.95, "better": "decrease", "margin": 0.02},
+    {"role": "guardrail", "metric": "rebuffers_per_playback", "better": "decrease", "margin": 0.05},
+    {"role": "mechanism", "metric": "hol_blocked_time_per_request", "better": "increase"},
+)
+
+
+def decisions(results: pd.DataFrame, experiment_id: str, roles=FHOL_ROLES, start: date = date(2026, 6, 15),
+              planned_days: int | None = 14):  # fmt: skip
+    """The real decision layer's verdicts and tests (stats.decision.decide) for ``results``."""
+    from stats.decision import decide
+    from stats.settings import DecisionPlan, DecisionSettings
+
+    plan = DecisionPlan(roles=roles, start_date=start, planned_days=planned_days)
+    return decide(results, DecisionSettings(experiments={experiment_id: plan}))
 
 
 def with_power(

@@ -91,3 +91,39 @@ def assert_readable(facts: dict) -> None:
         assert i["complete"] and i["w"] > 100 and i["h"] > 50 and i["shown"] > 100, i
     bad = FORBIDDEN.search(facts["text"])
     assert bad is None, facts["text"][max(0, bad.start() - 80) : bad.end() + 80]
+
+
+FIRST_SCREEN = """
+const box = e => { const r = e.getBoundingClientRect(); return {id: e.id, metric: e.dataset.metric || '',
+  top: r.top, bottom: r.bottom, left: r.left, right: r.right, text: e.innerText,
+  arms: e.querySelectorAll('.card-arm').length}; };
+const all = sel => [...document.querySelectorAll(sel)].map(box);
+return {width: window.innerWidth, height: window.innerHeight,
+        scroll_width: document.documentElement.scrollWidth,
+        health: all('#health'), verdicts: all('.verdict-box'), cards: all('.card'),
+        mechanism: all('.mechanism'), revision: all('#revision, #revisions-earlier'),
+        panels: [...document.images].filter(i => i.complete && i.naturalWidth > 0).map(i => i.dataset.panels || '')};
+"""
+
+
+def first_screen(browser, path, width: int = 1400, height: int = 900) -> dict:
+    """Open ``path`` with a ``width`` × ``height`` viewport (the window sized so the page gets
+    exactly that) and return where the decision's parts are drawn, and the page's width."""
+    browser.set_window_size(width, height)
+    browser.get(path.resolve().as_uri())
+    inner = browser.execute_script("return [window.innerWidth, window.innerHeight]")
+    browser.set_window_size(2 * width - inner[0], 2 * height - inner[1])
+    facts = browser.execute_script(FIRST_SCREEN)
+    assert (facts["width"], facts["height"]) == (width, height), facts
+    return facts
+
+
+def assert_on_first_screen(facts: dict, *groups: str) -> None:
+    """Every element of ``groups`` (keys of :data:`FIRST_SCREEN`) is drawn inside the first
+    viewport, and the page has no horizontal scroll."""
+    assert facts["scroll_width"] <= facts["width"], f"horizontal scroll: {facts['scroll_width']} px"
+    for group in groups:
+        assert facts[group], f"nothing of {group} on the page"
+        for e in facts[group]:
+            inside = 0 <= e["top"] and e["bottom"] <= facts["height"] and 0 <= e["left"] and e["right"] <= facts["width"]
+            assert inside, f"{group} {e['id'] or e['metric']} is drawn at {e} outside {facts['width']}x{facts['height']}"

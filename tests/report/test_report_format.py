@@ -8,6 +8,7 @@ import pytest
 
 from reports.fmt import (
     MISSING,
+    arm_values,
     bucket_order,
     decimals_for,
     effect,
@@ -32,8 +33,8 @@ def row(**kw):
 
 def test_seed_line_p95_windows():
     e = effect(row())
-    assert e.line == "p95 request latency, Windows: +98 ms (+3.0%) [+61, +135]"
-    assert e.seq_ci == "[+40, +160]"
+    assert e.line == "p95 request latency, Windows: +98 ms (+3.0%) [+61, +135] ms"
+    assert e.seq_ci == "[+40, +160] ms"
     assert e.rel_ci == "[+1.9%, +4.1%]"
     assert e.mde == "±52 ms (±1.6%)"
 
@@ -41,7 +42,7 @@ def test_seed_line_p95_windows():
 def test_small_relative_deltas_keep_two_decimals():
     e = effect(row(metric="search_latency", quantile_p=None, delta_abs=1.3, ci_abs_lower=-0.2, ci_abs_upper=2.8,
                    delta_rel=0.0016, segment_type="overall", segment_value="all"))  # fmt: skip
-    assert e.line == "mean search latency, overall: +1.3 ms (+0.16%) [-0.2, +2.8]"
+    assert e.line == "mean search latency, overall: +1.3 ms (+0.16%) [-0.2, +2.8] ms"
 
 
 def test_rates_are_percent_and_deltas_percentage_points():
@@ -50,7 +51,26 @@ def test_rates_are_percent_and_deltas_percentage_points():
     assert value_text(0.0523, d) == "5.23%"
     e = effect(row(metric="search_abandonment_rate", quantile_p=None, delta_abs=0.003, ci_abs_lower=0.001,
                    ci_abs_upper=0.005, delta_rel=0.057))  # fmt: skip
-    assert e.delta == "+0.30 pp" and e.ci == "[+0.10, +0.50]"
+    assert e.delta == "+0.30 pp" and e.ci == "[+0.10, +0.50] pp"
+
+
+def test_a_control_of_zero_has_no_relative_delta_in_the_line():
+    e = effect(row(metric="hol_blocked_time_per_request", quantile_p=None, segment_type="overall",
+                   segment_value="all", delta_abs=1.83, ci_abs_lower=1.68, ci_abs_upper=1.99,
+                   delta_rel=math.inf, ci_rel_lower=math.nan, ci_rel_upper=math.nan))  # fmt: skip
+    assert e.line == "HoL-blocked time per request, overall: +1.83 ms [+1.68, +1.99] ms"
+
+
+def test_arm_values_share_their_decimals():
+    """Both arms' values beside each other have one number of decimals (three significant digits
+    of the larger): never "792" beside "782.2"."""
+    ms = display("request_latency")
+    assert arm_values(792.0, 782.2, ms) == ("792 ms", "782 ms")
+    assert arm_values(99.5, 100.2, ms) == ("100 ms", "100 ms")
+    assert arm_values(9.96, 10.4, ms) == ("10.0 ms", "10.4 ms")
+    assert arm_values(0.0, 1.834, ms) == ("0.00 ms", "1.83 ms")
+    assert arm_values(0.0523, 0.0561, display("search_abandonment_rate")) == ("5.23%", "5.61%")
+    assert arm_values(math.nan, 3.0, ms) == (MISSING, "3.00 ms")
 
 
 @pytest.mark.parametrize("bad", [None, math.nan, math.inf, "x"])

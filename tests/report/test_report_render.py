@@ -11,17 +11,15 @@ from _report_html import FORBIDDEN, find_row, png_sizes, soup, table_rows, visib
 from conftest import DAY, experiment
 
 from reports import IngestQuality, ReportData, render
-from reports.fmt import effect, value_text
+from reports.fmt import arm_values, effect
 from reports.metrics import display
 
 QUALITY = IngestQuality(DAY.replace(day=15), DAY, 200_000, 210, 990, 1500)
 
 
 @pytest.fixture(scope="module")
-def fhol(fhol_results):
-    data = ReportData(experiment("fhol_test", title="QUIC+FHOL vs QUIC"), DAY, fhol_results, quality=QUALITY,
-                      missing={"metric_values_daily": "test: not built"})  # fmt: skip
-    return data, render(data)
+def fhol(fhol_report):
+    return fhol_report
 
 
 def test_scorecard_reads_back_the_engine_numbers(fhol):
@@ -37,12 +35,11 @@ def test_scorecard_reads_back_the_engine_numbers(fhol):
         e = effect(r)
         assert html_row["Δ"] == e.delta and html_row["Δ %"] == e.rel and html_row["95% CI"] == e.ci
         assert html_row["always-valid CI"] == e.seq_ci
-        assert html_row["control"] == value_text(r["value_control"], display("request_latency_p"))
+        control, treatment = arm_values(r["value_control"], r["value_treatment"], display("request_latency_p"))
+        assert (html_row["control"], html_row["treatment"]) == (control, treatment)
         # the seeds' shape, from the numbers themselves
-        assert (
-            e.line
-            == f"p95 request latency, {seg}: {html_row['Δ']} ({html_row['Δ %']}) {html_row['95% CI']}"
-        )
+        assert e.line == f"p95 request latency, {seg}: {html_row['Δ']} ({html_row['Δ %']}) {html_row['95% CI']}"
+        assert html_row["95% CI"].endswith(" ms")  # units on every number
         assert html_row["verdict"].startswith("no significant difference") != bool(
             r["is_significant"]
         )
@@ -74,7 +71,7 @@ def test_every_section_is_filled_and_nothing_reads_nan(fhol):
     assert not FORBIDDEN.search(text), FORBIDDEN.search(text)
     sizes = png_sizes(doc)
     assert len(sizes) >= 5 and all(w > 200 and h > 100 for w, h in sizes)
-    for section in ("forest", "percentiles", "cumulative", "buckets", "multipath", "power"):
+    for section in ("segments", "forest", "percentiles", "cumulative", "buckets", "multipath", "power"):
         node = doc.find(id=section)
         assert node is not None and node.find(class_="na") is None, section
     assert "Daily values: not available (test: not built)" in text
@@ -165,8 +162,9 @@ def test_aa_says_no_significant_difference(aa_results):
     out = render(ReportData(experiment("aa_test", arms=("control", "same")), DAY, aa_results))
     doc = soup(out.html)
     rows = table_rows(doc, "scorecard")
-    ns = [r["verdict"] == "no significant difference" for r in rows]
+    ns = [r["verdict"].startswith("no significant difference") for r in rows]
     assert len(rows) >= 30 and sum(ns) >= 0.95 * len(rows)
+    assert doc.find(id="no-verdict") is not None and doc.find(id="health")["data-state"] == "ok"
     if all(ns):
         assert (
             doc.find(id="summary-line")
@@ -180,7 +178,8 @@ def test_srm_turns_the_report_into_a_warning(srm_results):
     out = render(ReportData(experiment("srm_test"), DAY, srm_results))
     doc = soup(out.html)
     first = doc.body.find(True)
-    assert first["id"] == "srm-warning" and "Sample ratio mismatch" in first.get_text()
+    assert first["id"] == "health" and "failed" in first["class"] and "Sample ratio mismatch" in first.get_text()
+    assert first.find(attrs={"data-check": "srm"})["class"] == ["check", "failed"]
     assert "60" in first.get_text() or "59" in first.get_text() or "61" in first.get_text()
     assert doc.title.get_text().startswith("⚠ SRM")
     assert "srm-failed" in doc.body["class"]
@@ -249,7 +248,7 @@ def test_qlog_section_per_arm_and_network_condition(tmp_path):
     assert {"overall"} < segments and len(rows) == 2 * (1 + 4 + 3 + 3)  # overall, RTT, loss, bandwidth
     overall = find_row(rows, "qlog server loss rate", "overall")
     want = results[(results["metric"] == "qlog_loss_rate_server") & (results["segment_type"] == "overall")].iloc[0]
-    assert overall["control"] == value_text(want.value_control, display("qlog_loss_rate_server"))
+    assert overall["control"] == arm_values(want.value_control, want.value_treatment, display("qlog_loss_rate_server"))[0]
     assert "Real QUIC stacks (qlog)" in out.markdown
     plain = render(ReportData(experiment=experiment("qlog_test"), day=DAY - timedelta(days=2),
                               results=results[~results["metric"].str.startswith("qlog_")]))
