@@ -1,9 +1,13 @@
 """Read one report's inputs from the lake into a :class:`ReportData` (the only Spark in the report).
 
-gold.experiment_results is required; gold.metric_values_daily and bronze.ingest_audit are
-optional: a missing table or column is recorded in ``ReportData.missing``
-and the section says "not available". Every read is filtered to the one experiment and to
-as-of dates <= the report's day, so the report never shows the future of a back-filled day.
+gold.experiment_results is required; gold.metric_values_daily, bronze.ingest_audit,
+gold.experiment_decisions / gold.experiment_decision_tests (the verdict), gold.experiment_health
+(the trust checks) and gold.experiment_report_published (what earlier reports published) are
+optional: a missing table or column is recorded in ``ReportData.missing`` and the section says
+"not available" (an experiment that declares no metrics has no verdict; without the health table
+the sample-ratio check comes from the results; without a publication there is nothing revised).
+Every read is filtered to the one experiment and to as-of dates <= the report's day, so the
+report never shows the future of a back-filled day.
 """
 
 from __future__ import annotations
@@ -17,6 +21,9 @@ from quicexp.config import ConfigError, Settings
 from quicexp.errors import InputDataError
 from quicexp.registry import Arm, Experiment, Registry, load_registry
 from reports.data import SCORECARD_SEGMENTS, IngestQuality, ReportData
+
+#: what each report published (reports.revision), compared by every later report
+PUBLISHED_TABLE = "experiment_report_published"
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -72,24 +79,29 @@ def _published_experiment(spark: SparkSession, settings: Settings, experiment_id
     if spark.catalog.tableExists(table):
         rows = spark.table(table).where(F.col("experiment_id") == experiment_id).collect()
         if rows:
-            described = {e.id: e.description for e in _registry_or_empty().experiments}
+            # the description, plan and declared metrics are the registry file's (the table
+            # holds the arms): the cards draw the minimum effects declared there
+            declared = {e.id: e for e in _registry_or_empty(settings).experiments}.get(experiment_id)
             first = rows[0]
+            extra = {} if declared is None else declared.model_dump(
+                include={"description", "planned_units_per_arm", "planned_days", "target_relative_effect",
+                         "metrics", "analysis"})  # fmt: skip
             return Experiment(
                 id=experiment_id,
                 title=first["title"],
-                description=described.get(experiment_id, ""),
                 start_date=first["start_date"],
                 end_date=first["end_date"],
                 arms=[
                     Arm(name=r["arm"], share=r["share"], is_control=r["is_control"]) for r in rows
                 ],
+                **extra,
             )
-    return load_registry().get(experiment_id)
+    return load_registry(settings.registry_file).get(experiment_id)
 
 
-def _registry_or_empty() -> Registry:
+def _registry_or_empty(settings: Settings) -> Registry:
     try:
-        return load_registry()
+        return load_registry(settings.registry_file)
     except ConfigError:
         return Registry(experiments=[])
 
@@ -154,4 +166,17 @@ def load_report_data(
         "metric_values_daily",
     )
     quality = _quality(spark, settings, experiment, day, missing)
-    return ReportData(experiment, day, results, daily, quality, missing)
+    upto = this & (F.col("as_of_date") <= F.lit(day))
+
+    def gold(table: str, where) -> pd.DataFrame | None:
+        # not there (yet) is a normal state of each of these, not worth the footer: no declared
+        # metrics, no trust checks yet, nothing published before
+        return _optional(spark, qualified(settings.gold_schema, table), lambda df: df.where(where), {}, table)
+
+    return ReportData(
+        experiment, day, results, daily, quality, missing,
+        decisions=gold("experiment_decisions", upto),
+        decision_tests=gold("experiment_decision_tests", upto),
+        health=gold("experiment_health", this & (F.col("as_of_date") == F.lit(day))),
+        published=gold(PUBLISHED_TABLE, upto),
+    )  # fmt: skip

@@ -1,7 +1,11 @@
-"""`make demo`: simulate the FHOL experiment, run the pipeline day by day, show the results.
+"""`make demo`: simulate the FHOL experiment, run the pipeline day by day, show the decision.
 
-Deterministic: the simulator is seeded and every write replaces its slice, so a second demo
-gives the same numbers and the same row counts.
+The console leads with what the report's first screen shows: the verdict of each treatment arm
+with its reasons, the health checks, then the success and guardrail metrics (units on every
+number, both arms' values with the same decimals) and the mechanism check; then any as-of date
+revised since its report was published. The simulator is seeded and every write replaces its
+slice, so a second demo gives the same rows and the same numbers up to floating-point summation
+order.
 """
 
 from __future__ import annotations
@@ -34,9 +38,21 @@ class DemoOutcome:
     headline: pd.DataFrame
     #: statistics input rows the engine skipped over all days (reasons in the log file)
     skipped: int = 0
-    #: the last day's verdict of each treatment arm and the tests behind it
-    verdicts: pd.DataFrame | None = None
-    tests: pd.DataFrame | None = None
+    #: the last day's decision: verdicts, tests, health and what the reports published
+    decision: DemoDecision | None = None
+
+
+@dataclass
+class DemoDecision:
+    """What the console summary reads from the lake (reports.decision, reports.health and
+    reports.revision turn it into lines). Frames are None where the table does not exist yet."""
+
+    day: date
+    verdicts: pd.DataFrame | None
+    tests: pd.DataFrame | None
+    results: pd.DataFrame
+    health: pd.DataFrame | None = None
+    published: pd.DataFrame | None = None
 
 
 def simulate(settings: Settings, days: int, clients: int) -> date:
@@ -86,24 +102,34 @@ def run_demo(spark: SparkSession, settings: Settings, first: date, days: int) ->
         reports = outcome.reports or reports
         skipped += outcome.skipped
     last = first + timedelta(days=days - 1)
-    verdicts, tests = decision(spark, settings, last)
-    return DemoOutcome(first, last, reports, headline(spark, settings, last), skipped, verdicts, tests)
+    return DemoOutcome(first, last, reports, headline(spark, settings, last), skipped,
+                       decision(spark, settings, last))  # fmt: skip
 
 
-def decision(spark: SparkSession, settings: Settings, day: date):
-    """The experiment's verdicts on ``day`` and their tests (gold.experiment_decisions)."""
+def decision(spark: SparkSession, settings: Settings, day: date) -> DemoDecision:
+    """The experiment's decision as of ``day`` and what the console needs around it: every
+    as-of date up to ``day`` (revisions are measured on all of them), overall rows only."""
     from pyspark.sql import functions as F
 
     from jobs.delta_io import qualified
+    from jobs.report.load import PUBLISHED_TABLE
 
-    def read(table: str):
+    this = (F.col("experiment_id") == EXPERIMENT) & (F.col("as_of_date") <= F.lit(day))
+
+    def read(table: str, where=this):
         name = qualified(settings.gold_schema, table)
         if not spark.catalog.tableExists(name):
             return None
-        where = (F.col("experiment_id") == EXPERIMENT) & (F.col("as_of_date") == F.lit(day))
         return spark.table(name).where(where).toPandas()
 
-    return read("experiment_decisions"), read("experiment_decision_tests")
+    results = spark.table(qualified(settings.gold_schema, "experiment_results")).where(
+        this & (F.col("segment_type") == "overall")
+    ).toPandas()
+    return DemoDecision(
+        day, read("experiment_decisions"), read("experiment_decision_tests"), results,
+        read("experiment_health", (F.col("experiment_id") == EXPERIMENT) & (F.col("as_of_date") == F.lit(day))),
+        read(PUBLISHED_TABLE),
+    )  # fmt: skip
 
 
 def print_outcome(outcome: DemoOutcome, settings: Settings) -> None:
@@ -112,8 +138,9 @@ def print_outcome(outcome: DemoOutcome, settings: Settings) -> None:
 
     # Not a terminal (CI logs, `| tee`): rich would assume 80 columns and cut the intervals.
     console = Console() if sys.stdout.isatty() else Console(width=160)
-    if outcome.verdicts is not None and len(outcome.verdicts):
-        print_decisions(console, outcome)
+    d = outcome.decision
+    if d is not None and d.verdicts is not None and len(d.verdicts):
+        print_decision(console, d, _minimum_effects(settings))
         _footer(console, outcome, settings)
         return
     for metric in HEADLINE_METRICS:
@@ -132,31 +159,65 @@ def print_outcome(outcome: DemoOutcome, settings: Settings) -> None:
 
 
 _TONE = {"good": "green", "bad": "red", "neutral": "yellow"}
+_STATE = {"ok": ("✓", "green"), "failed": ("✗", "red"), "warning": ("!", "yellow"), "unknown": ("?", "yellow")}
 
 
-def print_decisions(console, outcome: DemoOutcome) -> None:
-    """Verdict first, then health, then the success, guardrail and mechanism rows."""
+def print_decision(console, d: DemoDecision, minimum_effects: dict[str, float] | None = None) -> None:
+    """Verdict first, then health, then the success and guardrail rows, the mechanism check and
+    the revisions: the report's first screen, in the terminal."""
     from rich.table import Table
 
-    from reports.decision import views
+    from reports.data import as_dates
+    from reports.decision import metric_cards, views
+    from reports.health import health
+    from reports.revision import declared_roles, publication, revisions
 
-    for v in views(outcome.verdicts, outcome.tests):
-        day = f"day {v.day_of_experiment}" + (f" of {v.planned_days}" if v.planned_days else "")
-        console.print(f"[bold]{EXPERIMENT}[/bold], {v.treatment_arm} vs {v.control_arm}, "
-                      f"{outcome.last_day} ({day}): [bold {_TONE[v.tone]}]{v.headline.upper()}"
+    on_day = lambda f: None if f is None else f[as_dates(f["as_of_date"]) == d.day]  # noqa: E731
+    decisions = views(on_day(d.verdicts), on_day(d.tests), minimum_effects)
+    for v in decisions:
+        console.print(f"[bold]{EXPERIMENT}[/bold] as of {d.day}, {v.treatment_arm} vs {v.control_arm}"
+                      f"{', ' + v.day_text if v.day_text else ''}: [bold {_TONE[v.tone]}]{v.headline.upper()}"
                       f"[/bold {_TONE[v.tone]}] — {v.summary}")  # fmt: skip
-        srm = "failed" if "gate_failed:srm" in v.reasons else "passed"
-        console.print(f"health: sample ratio check {srm}")
-        table = Table(show_edge=False)
-        for column in ("role", "metric", v.control_arm, v.treatment_arm, "delta", "relative",
-                       "bounds", "threshold", "reading"):  # fmt: skip
-            table.add_column(column, justify="left" if column in ("role", "metric", "reading")
-                             else "right", no_wrap=True)  # fmt: skip
-        for c in v.cards:
-            table.add_row(c.role, c.label, c.control, c.treatment, c.delta, c.relative,
-                          c.interval_text, c.threshold_text,
-                          f"[{_TONE[c.tone]}]{c.status_text}[/{_TONE[c.tone]}]")  # fmt: skip
-        console.print(table)
+    hb = health(on_day(d.results), d.health)
+    checks = "; ".join(f"[{_STATE[g.state][1]}]{_STATE[g.state][0]} {g.label}[/{_STATE[g.state][1]}]"
+                       + (f" ({g.detail})" if g.detail else "") for g in hb.groups)  # fmt: skip
+    tone = {"ok": "green", "failed": "bold red", "warning": "yellow"}[hb.state]
+    console.print(f"health: [{tone}]{hb.summary}[/{tone}] — {checks}")
+    for c in [*hb.failed_gates, *hb.warnings]:
+        console.print(f"  [{_STATE[c.state][1]}]✗ {c.full_label}[/{_STATE[c.state][1]}]: {c.detail}")
+    cards = metric_cards(decisions)
+    table = Table(show_edge=False, pad_edge=False)
+    for column in ("role", "metric", "arm", "control", "treatment", "Δ", "Δ %", "always-valid bounds",
+                   "margin / min. effect", "reading"):  # fmt: skip
+        table.add_column(column, justify="left" if column in ("role", "metric", "arm", "reading") else "right",
+                         no_wrap=True)  # fmt: skip
+    for mc in cards:
+        if mc.role == "mechanism":
+            continue
+        for c in mc.arms:
+            limit = c.threshold_text if c.role == "guardrail" else c.minimum_text or "–"
+            table.add_row(c.role, c.label, c.arm, c.control, c.treatment, c.delta, c.relative, c.interval_text,
+                          limit, f"[{_TONE[c.tone]}]{c.status_text}[/{_TONE[c.tone]}]")  # fmt: skip
+    console.print(table)
+    for mc in cards:
+        if mc.role == "mechanism":
+            for c in mc.arms:
+                console.print(f"mechanism (treatment active?): {c.label}, {c.arm}: {c.control} → {c.treatment} "
+                              f"(Δ {c.delta}, bound {c.interval_text}) — [{_TONE[c.tone]}]{c.status_text}[/{_TONE[c.tone]}]")  # fmt: skip
+    current = publication(d.results, d.verdicts, declared_roles(d.tests))
+    for r in revisions(d.published, current):
+        shown = "; ".join(c.line for c in r.changes[:3])
+        more = f"; … {len(r.changes) - 3} more in the report" if len(r.changes) > 3 else ""
+        console.print(f"[yellow]revised since published[/yellow] ({r.published_text}): as of {r.as_of_date}, "
+                      f"published → now: {shown}{more}")  # fmt: skip
+
+
+def _minimum_effects(settings: Settings) -> dict[str, float]:
+    """The success metrics' minimum effects the registry declares (the tests do not carry them)."""
+    from quicexp.registry import load_registry
+    from reports.decision import minimum_effects
+
+    return minimum_effects(load_registry(settings.registry_file).get(EXPERIMENT))
 
 
 def _footer(console, outcome: DemoOutcome, settings: Settings) -> None:
