@@ -23,6 +23,7 @@ import jobs.report
 from quicexp.errors import InputDataError
 from reports.decision import views
 from reports.fmt import arm_values, effect
+from reports.health import health
 from reports.metrics import display
 from reports.revision import declared_roles, publication, revisions
 from tests.pipeline_lake import FHOL
@@ -151,7 +152,7 @@ def test_srm_report_leads_with_the_warning(pipeline):
 def test_fhol_report_leads_with_the_lakes_decision(pipeline, spark):
     """The verdict, a card per declared success metric and guardrail, and the mechanism check,
     with the numbers of gold.experiment_decisions and gold.experiment_decision_tests."""
-    settings, day, _, reports = pipeline
+    settings, day, results, reports = pipeline
     gold = settings.gold_schema
     verdicts = spark.table(f"{gold}.experiment_decisions").where(f"experiment_id = '{FHOL}'").toPandas()
     tests = spark.table(f"{gold}.experiment_decision_tests").where(f"experiment_id = '{FHOL}'").toPandas()
@@ -168,7 +169,14 @@ def test_fhol_report_leads_with_the_lakes_decision(pipeline, spark):
         assert f"control {want.control}" in text and want.treatment in text and want.interval_text in text
         assert card.find(class_="card-arm")["data-status"] == want.status
     assert "HoL-blocked time per request" in doc.find(class_="mechanism").get_text()
-    assert doc.find(id="health")["data-state"] == "ok"
+    # the banner is the lake's health: its rows when the results step writes them, else SRM
+    table = f"{gold}.experiment_health"
+    rows = (spark.table(table).where(f"experiment_id = '{FHOL}' and as_of_date = date'{day}'").toPandas()
+            if spark.catalog.tableExists(table) else None)  # fmt: skip
+    expected = health(results[results["experiment_id"] == FHOL], rows)
+    banner = doc.find(id="health")
+    assert banner["data-state"] == expected.state
+    assert [c["data-check"] for c in banner.find_all(class_="check")] == [g.name for g in expected.groups]
 
 
 def test_a_revised_day_is_marked_in_the_next_days_report(pipeline, spark):
