@@ -86,3 +86,11 @@ def test_the_generated_password_is_never_printed_only_where_it_is(tmp_path):
     assert password not in done.stdout + done.stderr
     assert f"into {password_file} (mode 0600)" in done.stderr
     assert "\x1b" not in done.stderr  # not a terminal: no colour codes
+
+
+def test_airflow_day_refuses_a_bad_day_in_one_line(tmp_path):
+    done = _script("day", "2026-13-01", QUICEXP_STATE_DIR=str(tmp_path / "state"))
+
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == ["airflow: error: bad day '2026-13-01' (YYYY-MM-DD)"]
+    assert not (tmp_path / "state" / "airflow").exists()  # refused before anything is set up
