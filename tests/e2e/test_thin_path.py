@@ -101,3 +101,26 @@ def test_lake_tables_keep_row_counts_without_column_statistics(spark, thin_path)
                  for action in map(json.loads, commit.read_text().splitlines()) if "add" in action]
         assert stats and all(set(s) == {"numRecords"} for s in stats), table
         assert sum(s["numRecords"] for s in stats if s) >= spark.table(table).count() > 0, table
+
+
+def test_fhol_has_a_verdict_with_reasons_and_days_to_its_planned_power(spark, thin_path):
+    """FHOL declares its metrics (registry/experiments.yml): two days of 2,000 clients cannot
+    show its guardrails within their margins, so it keeps running, saying why and for how long."""
+    settings, day, _ = thin_path
+    v = spark.sql(
+        f"select * from {settings.gold_schema}.experiment_decisions"
+        f" where experiment_id = '{FHOL}' and as_of_date = date'{day}'"
+    ).toPandas()
+    assert len(v) == 1
+    row = v.iloc[0]
+    assert row["verdict"] == "keep_running", list(row["reasons"])
+    reasons = list(row["reasons"])
+    assert any(r.startswith("guardrail_not_shown_noninferior:") for r in reasons)
+    assert "treatment_active:hol_blocked_time_per_request" in reasons
+    assert row["days_to_planned_power"] > 0 and row["n_guardrails"] == 6
+    tests = spark.sql(
+        f"select * from {settings.gold_schema}.experiment_decision_tests"
+        f" where experiment_id = '{FHOL}' and as_of_date = date'{day}'"
+    ).toPandas()
+    assert set(tests["role"]) == {"success", "guardrail", "mechanism"}
+    assert len(tests) == 2 * 1 + 2 * 6 + 1

@@ -108,6 +108,7 @@ def test_at_the_planned_end_an_unproven_experiment_is_no_ship_not_keep_running()
     rows = [row("latency", 100, 100, day=14), row("mtbr", 60, 60, day=14)]
     v = verdict(rows, settings(SUCCESS, GUARD))
     assert v["verdict"] == "no_ship" and np.isnan(v["days_to_planned_power"])
+    assert v["day_of_experiment"] == 14
     assert v["reasons"][0] == "success_not_shown:latency"
 
 
