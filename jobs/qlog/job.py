@@ -5,10 +5,19 @@ is a trace file â€” ``.qlog`` / ``.sqlog`` (JSON or JSON-SEQ), optionally gzip â
 ``_connections.jsonl[.gz]`` (any depth), one JSON object per connection the client opened:
 ``{"odcid": hex, "client_id": ..., "session_id": ..., "platform": ..., "network_type": ...,
 "experiments": {experiment_id: arm}, "opened_at": ISO-8601 or epoch ms (optional),
-"condition": the lab's network condition (optional)}``. The
+"condition": a network condition (optional), "condition_values": {"rtt"|"loss"|"burst"|
+"bandwidth": label} (optional), "invalid": why the connection cannot be used (optional)}``. The
 natural layout is ``qlog/client/*.qlog.gz`` + ``qlog/server/*.qlog.gz``: aioquic names both
 ends of a connection ``<ODCID>.qlog``, so they cannot share a folder. The ODCID (qlog
 ``common_fields.ODCID``, or ``group_id``) is the join key.
+
+The sidecar window: a trace is mapped by its own day's line, else by the nearest line of the
+upload days within ``lookback_days`` before or after (a server fleet uploads on its own
+schedule; a client's sidecar can come late). When a day's lines map traces of another day of
+the window differently than that day's ingest did (a trace quarantined ``unmapped_connection``
+that a line now maps; a loaded trace whose mapping line changed or went), that day is
+re-ingested after this one (``QlogSummary.remapped``). A trace a line marks ``invalid`` is
+loaded with ``invalid_reason``; the models leave it out.
 
 The job lists the files itself (Spark's binary-file reader skips zero-length files and
 ``spark.read`` expands glob characters in names) and opens them on the executors. Every file
@@ -16,8 +25,8 @@ ends as rows read = loaded + quarantined + duplicate in ``bronze.ingest_audit`` 
 
 * a trace is quarantined with its reason: ``empty_file``, ``unreadable_file``,
   ``unrecognised_file``, ``unreadable_qlog``, ``malformed_qlog``, ``unsupported_qlog_version``,
-  ``no_trace``, ``no_events``, ``missing_odcid``, ``unmapped_connection``, ``too_late``,
-  ``clock_skew_future``;
+  ``no_trace``, ``no_events``, ``missing_odcid``, ``unmapped_connection``, ``ambiguous_odcid``
+  (the window's lines map its ODCID to two clients), ``too_late``, ``clock_skew_future``;
 * a sidecar line is loaded (used as a mapping), quarantined (``malformed_sidecar_line``,
   ``invalid_sidecar_line``, ``ambiguous_odcid``) or a duplicate (the same mapping again);
 * a second copy of a trace (same ODCID and vantage point) is a duplicate, by the events' rule
@@ -26,7 +35,8 @@ ends as rows read = loaded + quarantined + duplicate in ``bronze.ingest_audit`` 
   the earlier days, and re-ingesting a day re-ingests the later days whose duplicates it changed.
 
 A day replaces its own rows (``upload_date = D``). A day with no qlog file and no sidecar costs
-one catalog look-up when it had none before; when it had some, its rows are removed. A run is
+a few catalog look-ups when it had none before (an existing table from before a column gets
+it); when it had some, its rows are removed. A run is
 recorded in ``bronze.ingest_runs`` (job ``qlog``) as started before its first commit and finished
 after its last, under the upload day's lock, like the events' ingest (jobs/day_runs.py).
 """
@@ -39,7 +49,7 @@ import logging
 import os
 import time
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -73,8 +83,10 @@ PARSED_DDL = (
 )
 MAPPING_DDL = (
     "odcid string, client_id string, session_id string, platform string, network_type string, "
-    "experiments map<string,string>, opened_at timestamp, network_condition string"
+    "experiments map<string,string>, opened_at timestamp, network_condition string, "
+    "condition_values map<string,string>, invalid_reason string, sidecar_upload_date date, ambiguous boolean"
 )
+MAPPING_COLUMNS = tuple(part.split()[0] for part in MAPPING_DDL.split(", "))
 STATS = (
     "started_at", "duration_ms", "srtt_ms", "min_rtt_ms", "latest_rtt_ms", "rtt_variance_ms", "cwnd_bytes",
     "max_cwnd_bytes", "packets_sent", "packets_received", "packets_lost", "bytes_sent", "bytes_received",
@@ -84,6 +96,8 @@ STATS = (
 TABLE_COLUMNS = (
     "odcid", "vantage_point", "client_id", "session_id", "platform", "network_type", "experiments", *STATS,
     "qlog_version", "event_date", "upload_date", "source_file", "started_at_source", "network_condition",
+    # added with the cross-day sidecar (older tables get them by ALTER TABLE ADD COLUMNS)
+    "condition_values", "invalid_reason", "sidecar_upload_date",
 )
 
 
@@ -93,6 +107,8 @@ class QlogSummary:
     files: int
     counts: dict[str, int]
     cascaded: list[date] = field(default_factory=list)
+    #: other days of the sidecar window re-ingested because this day's sidecar lines map their traces
+    remapped: list[date] = field(default_factory=list)
     seconds: float = 0.0
 
 
@@ -164,8 +180,18 @@ def _timestamp(value) -> datetime | None:
     return None
 
 
-def _sidecar_line(line: str) -> tuple[dict | None, str | None]:
-    """``(mapping, None)`` for a usable sidecar line, ``(None, reason)`` otherwise."""
+def _string_map(value) -> dict[str, str] | None:
+    """A JSON object's entries with string or number values, as strings (others dropped)."""
+    if not isinstance(value, dict):
+        return None
+    out = {str(k): str(v) for k, v in value.items()
+           if isinstance(v, (str, int, float)) and not isinstance(v, bool)}
+    return out or None
+
+
+def _sidecar_line(line: str, day: date | None = None) -> tuple[dict | None, str | None]:
+    """``(mapping, None)`` for a usable sidecar line, ``(None, reason)`` otherwise; ``day``: the
+    upload day the line came from (``sidecar_upload_date``)."""
     try:
         obj = json.loads(line)
     except json.JSONDecodeError:
@@ -173,13 +199,20 @@ def _sidecar_line(line: str) -> tuple[dict | None, str | None]:
     if not (isinstance(obj, dict) and isinstance(obj.get("odcid"), str) and obj["odcid"]
             and isinstance(obj.get("client_id"), str) and obj["client_id"]):
         return None, "invalid_sidecar_line"
-    experiments = obj.get("experiments") if isinstance(obj.get("experiments"), dict) else None
+
+    def text(key: str) -> str | None:
+        return obj.get(key) if isinstance(obj.get(key), str) and obj.get(key) else None
+
     return {
         "odcid": obj["odcid"].lower(), "client_id": obj["client_id"],
-        **{k: obj.get(k) if isinstance(obj.get(k), str) else None for k in ("session_id", "platform", "network_type")},
-        "experiments": {str(k): str(v) for k, v in experiments.items()} if experiments else None,
+        **{k: text(k) for k in ("session_id", "platform", "network_type")},
+        "experiments": _string_map(obj.get("experiments")),
         "opened_at": _timestamp(obj.get("opened_at")),
-        "network_condition": obj.get("condition") if isinstance(obj.get("condition"), str) else None,
+        "network_condition": text("condition"),
+        "condition_values": _string_map(obj.get("condition_values")),
+        "invalid_reason": text("invalid"),
+        "sidecar_upload_date": day,
+        "ambiguous": False,
     }, None
 
 
@@ -188,6 +221,15 @@ class SidecarResult:
     mappings: list[dict] = field(default_factory=list)
     quarantine: list[dict] = field(default_factory=list)
     audit: list[dict] = field(default_factory=list)
+    #: ODCIDs that the day's lines map to different clients
+    ambiguous: set[str] = field(default_factory=set)
+
+
+def _sidecar_text(path: Path) -> str:
+    """A sidecar file's text (gunzipped by magic); OSError, EOFError or UnicodeDecodeError when unreadable."""
+    with open_no_follow(path) as fh:
+        data = fh.read()
+    return (gzip.decompress(data) if data[:2] == b"\x1f\x8b" else data).decode("utf-8")
 
 
 def read_sidecars(paths: list[Path] | tuple[Path, ...], day: date) -> SidecarResult:
@@ -201,26 +243,25 @@ def read_sidecars(paths: list[Path] | tuple[Path, ...], day: date) -> SidecarRes
     for path in paths:
         uri = _uri(path)
         try:
-            with open_no_follow(path) as fh:
-                data = fh.read()
-            text = (gzip.decompress(data) if data[:2] == b"\x1f\x8b" else data).decode("utf-8")
+            text = _sidecar_text(path)
         except (OSError, EOFError, UnicodeDecodeError) as exc:
             parsed.append((uri, 0, "", None, "unreadable_file"))
             log.warning("qlog sidecar %s unreadable: %s", path, exc)
             continue
         for number, line in enumerate(text.splitlines(), start=1):
             if line.strip():
-                parsed.append((uri, number, line, *_sidecar_line(line)))
+                parsed.append((uri, number, line, *_sidecar_line(line, day)))
     clients: dict[str, set[str]] = {}
     for _, _, _, mapping, _ in parsed:
         if mapping:
             clients.setdefault(mapping["odcid"], set()).add(mapping["client_id"])
+    result.ambiguous = {odcid for odcid, ids in clients.items() if len(ids) > 1}
     seen: set[str] = set()
     counts: dict[str, dict[str, int]] = {}
     for uri, number, line, mapping, reason in parsed:
         c = counts.setdefault(uri, dict.fromkeys(tables.AUDIT_COUNTS, 0))
         c["rows_read"] += 1
-        if mapping and len(clients[mapping["odcid"]]) > 1:
+        if mapping and mapping["odcid"] in result.ambiguous:
             reason = "ambiguous_odcid"
         if reason:
             c["rows_quarantined"] += 1
@@ -238,6 +279,56 @@ def read_sidecars(paths: list[Path] | tuple[Path, ...], day: date) -> SidecarRes
         counts.setdefault(_uri(path), dict.fromkeys(tables.AUDIT_COUNTS, 0))
     result.audit = [{"kind": KIND, "upload_date": day, "source_file": uri, **c} for uri, c in counts.items()]
     return result
+
+
+def window_sidecars(settings: Settings, day: date) -> list[tuple[date, Path]]:
+    """The sidecar files of the other upload days within ``lookback_days`` of ``day``, either
+    way, that the landing zone holds: a server's traces can arrive on another day than the
+    client's sidecar lines (links are not followed, as in :func:`list_landing`)."""
+    out = []
+    lookback = settings.ingest.lookback_days
+    for offset in [*range(-lookback, 0), *range(1, lookback + 1)]:
+        other = day + timedelta(days=offset)
+        root = day_dir(settings.landing_root, other) / FOLDER
+        if not root.is_dir() or root.is_symlink():
+            continue
+        for dirpath, dirnames, filenames in os.walk(root):
+            dirnames.sort()
+            out += [(other, Path(dirpath) / name) for name in sorted(filenames) if name in MAPPING_FILES]
+    return out
+
+
+def window_mappings(own: SidecarResult, others: list[tuple[date, Path]], day: date) -> list[dict]:
+    """One mapping per ODCID over the sidecar window: the day's own line, else the nearest other
+    day's (the earlier on a tie). An ODCID that the window's lines map to different clients is
+    ambiguous: one row with ``ambiguous`` and no client (its traces: ``ambiguous_odcid``).
+
+    The other days' lines are only read here; each is accounted for by its own day's ingest (an
+    unreadable file or line there is skipped here).
+    """
+    candidates: dict[str, list[tuple[tuple[int, int], dict]]] = {}
+    for mapping in own.mappings:
+        candidates.setdefault(mapping["odcid"], []).append(((0, 0), mapping))
+    for other, path in others:
+        try:
+            text = _sidecar_text(path)
+        except (OSError, EOFError, UnicodeDecodeError):
+            continue
+        distance = (abs((other - day).days), 0 if other < day else 1)
+        for line in text.splitlines():
+            mapping, _ = _sidecar_line(line, other) if line.strip() else (None, None)
+            if mapping:
+                candidates.setdefault(mapping["odcid"], []).append((distance, mapping))
+    def ambiguous(odcid: str) -> dict:
+        return {**dict.fromkeys(MAPPING_COLUMNS), "odcid": odcid, "ambiguous": True}
+
+    out = []
+    for odcid, found in candidates.items():
+        if odcid in own.ambiguous or len({m["client_id"] for _, m in found}) > 1:
+            out.append(ambiguous(odcid))
+        else:
+            out.append(min(found, key=lambda item: item[0])[1])
+    return out + [ambiguous(odcid) for odcid in sorted(own.ambiguous - set(candidates))]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -288,6 +379,7 @@ def classify(parsed: DataFrame, mapping: DataFrame, day: date, settings: Setting
     end_of_day = F.lit(datetime.combine(day, datetime.min.time())) + F.expr(f"INTERVAL 1 DAY {tolerance} MINUTES")
     reason = F.coalesce(
         "reason",
+        F.when(F.col("ambiguous"), F.lit("ambiguous_odcid")),
         F.when(F.col("client_id").isNull(), F.lit("unmapped_connection")),
         F.when(F.col("started_at") >= end_of_day, F.lit("clock_skew_future")),
         F.when(F.to_date("started_at") < F.date_sub(F.lit(day), lookback), F.lit("too_late")),
@@ -316,6 +408,21 @@ def classify(parsed: DataFrame, mapping: DataFrame, day: date, settings: Setting
     )
 
 
+def _table_struct():
+    """The table's columns and types (what a classified day's ``TABLE_COLUMNS`` are)."""
+    from pyspark.sql.types import (
+        DateType,
+        StringType,
+        StructField,
+        StructType,
+        _parse_datatype_string,
+    )
+
+    types = {f.name: f.dataType for ddl in (PARSED_DDL, MAPPING_DDL) for f in _parse_datatype_string(ddl).fields}
+    types |= {"event_date": DateType(), "upload_date": DateType(), "started_at_source": StringType()}
+    return StructType([StructField(name, types[name]) for name in TABLE_COLUMNS])
+
+
 def _evolve(spark: SparkSession, target: str, struct) -> None:
     """Add the columns ``struct`` has and the table lacks (tables created before they existed)."""
     have = {f.name.lower() for f in spark.table(target).schema.fields}
@@ -341,17 +448,60 @@ def _had_rows(spark: SparkSession, settings: Settings, day: date) -> bool:
 
 
 def run(spark: SparkSession, settings: Settings, day: date, *, cascade: bool = True,
-        check_previous: bool = True) -> QlogSummary:
+        check_previous: bool = True, remap: bool = True) -> QlogSummary:
     """Ingest the qlog files of upload day ``day`` (replacing that day's rows); see the module docstring.
 
     ``check_previous``: refuse when the previous upload day's qlog run did not finish (off for the
-    cascade into later days, which runs inside the unfinished run of ``day``).
+    cascade into later days, which runs inside the unfinished run of ``day``). ``remap``: then
+    re-ingest the other days of the sidecar window whose traces the day's sidecar lines map
+    differently now (:func:`days_to_remap`), after the day's own run has finished.
     """
     with day_runs.day_lock(settings, day, f"{KIND} ingest"):
-        return _run(spark, settings, day, cascade=cascade, check_previous=check_previous)
+        summary, mappings = _run(spark, settings, day, cascade=cascade, check_previous=check_previous)
+    if remap and mappings is not None:
+        for other in days_to_remap(spark, settings, day, mappings):
+            log.info("qlog %s: its sidecar lines map traces of upload day %s: re-ingesting it", day, other)
+            again = run(spark, settings, other, cascade=True, check_previous=False, remap=False)
+            summary.remapped.append(other)
+            summary.cascaded += [d for d in again.cascaded if d not in summary.cascaded]
+    return summary
 
 
-def _run(spark: SparkSession, settings: Settings, day: date, *, cascade: bool, check_previous: bool) -> QlogSummary:
+def days_to_remap(spark: SparkSession, settings: Settings, day: date, mappings: DataFrame) -> list[date]:
+    """Other upload days within ``lookback_days`` of ``day`` whose traces ``day``'s own sidecar
+    lines (``mappings``) map differently than when they were ingested: a trace quarantined as
+    ``unmapped_connection`` that a line now maps (a client's sidecar uploaded after its
+    server's traces), or a loaded trace that an earlier version of the day's lines mapped to
+    another client, experiments map, condition or validity (or no longer maps)."""
+    from pyspark.sql import functions as F
+
+    lookback = settings.ingest.lookback_days
+    window = F.col("upload_date").between(F.lit(day - timedelta(days=lookback)), F.lit(day + timedelta(days=lookback))) & (
+        F.col("upload_date") != F.lit(day))
+    own = mappings.where(F.col("sidecar_upload_date") == F.lit(day))
+    days: set[date] = set()
+    quarantine = qualified(settings.bronze_schema, tables.QUARANTINE)
+    if spark.catalog.tableExists(quarantine):
+        unmapped = spark.table(quarantine).where(window & (F.col("kind") == KIND) & (F.col("reason") == "unmapped_connection"))
+        days |= {r.upload_date for r in unmapped.join(own.select(F.col("odcid").alias("event_id")), "event_id", "left_semi")
+                 .select("upload_date").distinct().collect()}
+    target = qualified(settings.bronze_schema, TABLE)
+    if spark.catalog.tableExists(target) and "sidecar_upload_date" in spark.table(target).columns:
+        def key(frame: DataFrame):
+            return F.to_json(F.struct(*[F.col(c) for c in ("client_id", "network_condition", "invalid_reason")],
+                                      F.array_sort(F.map_entries("experiments")).alias("e"),
+                                      F.array_sort(F.map_entries("condition_values")).alias("v")))
+
+        mapped = spark.table(target).where(window & (F.col("sidecar_upload_date") == F.lit(day)))
+        now = own.select("odcid", key(own).alias("_now"))
+        changed = mapped.select("upload_date", "odcid", key(mapped).alias("_then")).join(now, "odcid", "left").where(
+            F.col("_now").isNull() | (F.col("_now") != F.col("_then")))
+        days |= {r.upload_date for r in changed.select("upload_date").distinct().collect()}
+    return sorted(days)
+
+
+def _run(spark: SparkSession, settings: Settings, day: date, *, cascade: bool,
+         check_previous: bool) -> tuple[QlogSummary, DataFrame | None]:
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
     from pyspark.sql.types import _parse_datatype_string
@@ -360,8 +510,11 @@ def _run(spark: SparkSession, settings: Settings, day: date, *, cascade: bool, c
     landing = list_landing(settings, day)
     zero = dict.fromkeys(tables.AUDIT_COUNTS, 0)
     if landing.files == 0 and not _had_rows(spark, settings, day):
+        target = qualified(settings.bronze_schema, TABLE)
+        if spark.catalog.tableExists(target):  # the models read every column: a table from before one gets it
+            _evolve(spark, target, _table_struct())
         log.info("qlog %s: no qlog files, nothing to do (%.1fs)", day, time.monotonic() - started)
-        return QlogSummary(day=day, files=0, counts=zero, seconds=time.monotonic() - started)
+        return QlogSummary(day=day, files=0, counts=zero, seconds=time.monotonic() - started), None
 
     schema = settings.bronze_schema
     ensure_schema(spark, schema)
@@ -378,7 +531,8 @@ def _run(spark: SparkSession, settings: Settings, day: date, *, cascade: bool, c
     mine = (F.col("upload_date") == F.lit(day)) & (F.col("kind") == KIND)
 
     side = read_sidecars(landing.sidecars, day)
-    mapping = spark.createDataFrame(side.mappings, _parse_datatype_string(MAPPING_DDL))
+    mappings = window_mappings(side, window_sidecars(settings, day), day)
+    mapping = spark.createDataFrame(mappings, _parse_datatype_string(MAPPING_DDL)).localCheckpoint(eager=True)
     later = dedup.later_ingested_days(spark, settings, day, audit_table) if cascade else []
     # an unfinished run may have replaced the ledger slice: the old ids are lost, every later day is redone
     old_ids = spark.table(ledger_table).where(mine).localCheckpoint(eager=True) if later and not repairing else None
@@ -416,7 +570,7 @@ def _run(spark: SparkSession, settings: Settings, day: date, *, cascade: bool, c
              counts["rows_duplicate"], summary.seconds)
     for later_day in affected:
         log.info("qlog %s changed cross-day duplicates of upload day %s: re-ingesting it", day, later_day)
-        run(spark, settings, later_day, cascade=False, check_previous=False)
+        run(spark, settings, later_day, cascade=False, check_previous=False, remap=False)
         summary.cascaded.append(later_day)
     day_run.finish()
-    return summary
+    return summary, mapping

@@ -14,6 +14,7 @@ import statistics
 from datetime import date, timedelta
 
 import pytest
+from pyspark.sql.types import _parse_datatype_string
 
 import jobs.qlog.job
 from jobs import day_runs
@@ -175,3 +176,53 @@ def test_cross_day_repeats_and_days_without_qlog(ingest_spark, lake, exchange, s
     ids = spark.sql(f"SELECT count(*) AS n FROM {settings.bronze_schema}.{LEDGER} "
                     f"WHERE kind = 'qlog' AND upload_date = DATE'{d1}'").first().n
     assert ids == 0
+
+
+def test_sidecar_lines_map_traces_of_other_upload_days(ingest_spark, lake, exchange, second):
+    """A server's trace uploaded the day after its client's sidecar line loads (the sidecar
+    window); a trace uploaded before its client's sidecar line is quarantined until that line
+    arrives, then its day is re-ingested and it loads; a known trace re-uploaded without a sidecar
+    line is a duplicate. A rerun whose lines map nothing differently would redo no other day."""
+    spark, settings = ingest_spark, lake("qlog_window")
+    d1, d2 = D, D + timedelta(days=1)
+    day1 = settings.landing_root / f"upload_date={d1}" / "qlog"
+    for sub in ("client", "server"):
+        (day1 / sub).mkdir(parents=True)
+    shutil.copy(exchange.client_qlog, day1 / "client" / "a.qlog")
+    (day1 / "_connections.jsonl").write_text(_sidecar(exchange.odcid) + "\n")
+    shutil.copy(second.server_qlog, day1 / "server" / "b.qlog")  # its client's line comes a day later
+    table = f"{settings.bronze_schema}.qlog_connections"
+
+    def loaded():
+        return sorted((r.odcid, r.vantage_point, str(r.upload_date), str(r.sidecar_upload_date))
+                      for r in spark.table(table).collect())
+
+    first = jobs.qlog.job.run(spark, settings, d1)
+    assert (first.counts["rows_loaded"], first.counts["rows_quarantined"]) == (2, 1)  # client trace + line; b unmapped
+    assert loaded() == [(exchange.odcid, "client", str(d1), str(d1))]
+
+    day2 = settings.landing_root / f"upload_date={d2}" / "qlog"
+    for sub in ("client", "server"):
+        (day2 / sub).mkdir(parents=True)
+    shutil.copy(exchange.server_qlog, day2 / "server" / "a.qlog")  # mapped by the day before's line
+    shutil.copy(exchange.client_qlog, day2 / "client" / "a-again.qlog")  # re-uploaded, no line that day
+    (day2 / "_connections.jsonl").write_text(_sidecar(second.odcid, "c-2") + "\n")
+    s2 = jobs.qlog.job.run(spark, settings, d2)
+    assert s2.remapped == [d1]  # d2's line maps d1's quarantined trace: d1 again
+    assert _audit(spark, settings, d2) == {"server/a.qlog": (1, 1, 0, 0), "client/a-again.qlog": (1, 0, 0, 1),
+                                           "_connections.jsonl": (1, 1, 0, 0)}
+    assert _audit(spark, settings, d1)["server/b.qlog"] == (1, 1, 0, 0)
+    assert loaded() == sorted([(exchange.odcid, "client", str(d1), str(d1)), (exchange.odcid, "server", str(d2), str(d1)),
+                               (second.odcid, "server", str(d1), str(d2))])
+    assert spark.sql(f"SELECT count(*) AS n FROM {settings.bronze_schema}.{QUARANTINE} "
+                     f"WHERE kind = 'qlog'").first().n == 0
+    client_of = {r.odcid: r.client_id for r in spark.table(table).collect()}
+    assert client_of == {exchange.odcid: "client-42", second.odcid: "c-2"}
+
+    # rerunning d2 would redo no other day: its lines map d1's trace as they did; a changed line
+    # (another client) would redo d1
+    mappings = jobs.qlog.job.window_mappings(jobs.qlog.job.read_sidecars([day2 / "_connections.jsonl"], d2), [], d2)
+    schema = _parse_datatype_string(jobs.qlog.job.MAPPING_DDL)
+    assert jobs.qlog.job.days_to_remap(spark, settings, d2, spark.createDataFrame(mappings, schema)) == []
+    changed = [{**m, "client_id": "c-3"} for m in mappings]
+    assert jobs.qlog.job.days_to_remap(spark, settings, d2, spark.createDataFrame(changed, schema)) == [d1]

@@ -65,3 +65,44 @@ def test_sidecar_lines_are_loaded_quarantined_or_duplicate(tmp_path):
     assert sorted(q["reason"] for q in result.quarantine) == [
         "ambiguous_odcid", "ambiguous_odcid", "invalid_sidecar_line", "malformed_sidecar_line"]
     assert {q["raw_text"] for q in result.quarantine if q["reason"] == "malformed_sidecar_line"} == {"[1, 2"}
+
+
+def test_the_sidecar_window_maps_across_upload_days(tmp_path):
+    """Sidecar lines of the other upload days within lookback_days (either way) map the day's
+    traces: the day's own line first, then the nearest day's (the earlier on a tie); lines of the
+    window that map one ODCID to two clients make it ambiguous; farther days are not read."""
+    from datetime import timedelta
+
+    from jobs.qlog.job import window_mappings, window_sidecars
+
+    settings = load_settings(home=tmp_path)
+    lookback = settings.ingest.lookback_days
+
+    def sidecar(day, *lines, name="_connections.jsonl"):
+        path = settings.landing_root / f"upload_date={day}" / "qlog" / "x" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+        return path
+
+    def line(odcid, client, **more):
+        return {"odcid": odcid, "client_id": client, "experiments": {"e": "a"}, **more}
+
+    own = sidecar(D, line("aa", "c1", condition="own"), line("zz", "c9"), line("zz", "c8"))
+    sidecar(D - timedelta(days=1), line("aa", "c1", condition="before"), line("bb", "c2", condition="before"),
+            line("cc", "c3", condition="before", invalid="host_drops", condition_values={"rtt": "30ms", "x": [1]}))
+    sidecar(D + timedelta(days=1), line("bb", "c2", condition="after"), line("dd", "c4"), line("ee", "c5"), "{bad")
+    sidecar(D + timedelta(days=2), line("cc", "c3", condition="later"), line("ee", "c6"))
+    sidecar(D - timedelta(days=lookback + 1), line("ff", "c7"))  # outside the window
+    others = window_sidecars(settings, D)
+    assert sorted(day for day, _ in others) == [D - timedelta(days=1), D + timedelta(days=1), D + timedelta(days=2)]
+    result = read_sidecars([own], D)
+    got = {m["odcid"]: m for m in window_mappings(result, others, D)}
+    assert set(got) == {"aa", "bb", "cc", "dd", "ee", "zz"}
+    assert (got["aa"]["network_condition"], got["aa"]["sidecar_upload_date"]) == ("own", D)  # its own day's line
+    assert (got["bb"]["network_condition"], got["bb"]["sidecar_upload_date"]) == ("before", D - timedelta(days=1))
+    assert got["cc"]["network_condition"] == "before"  # one day back beats two days forward
+    assert (got["cc"]["invalid_reason"], got["cc"]["condition_values"]) == ("host_drops", {"rtt": "30ms"})
+    assert got["dd"]["client_id"] == "c4" and got["dd"]["sidecar_upload_date"] == D + timedelta(days=1)
+    for odcid in ("ee", "zz"):  # two clients across the window (ee) or within the day (zz)
+        assert got[odcid]["ambiguous"] and got[odcid]["client_id"] is None
+    assert not any(got[o]["ambiguous"] for o in ("aa", "bb", "cc", "dd"))
