@@ -222,8 +222,10 @@ def _evaluate(tests: pd.DataFrame, s: DecisionSettings) -> pd.DataFrame:
         )
     # a mechanism metric may be 0 by construction in control (HoL-blocked time without
     # forced HoL blocking): its test needs only a contrast with some variance
+    units = np.minimum(t["n_control"], t["n_treatment"]).to_numpy(float)
     enough = t["effective_events"].to_numpy(float) >= s.sequential_min_events
-    informative = (enough | (t["role"].to_numpy(object) == "mechanism")) & (v > 0)
+    mechanism = t["role"].to_numpy(object) == "mechanism"
+    informative = (enough | mechanism) & (units >= s.sequential_min_units) & (v > 0)
     out = t.assign(threshold=thr, statistic=z, critical=crit, is_informative=informative,
                    passed_at_look=informative & np.isfinite(z) & (z >= crit))  # fmt: skip
     with np.errstate(invalid="ignore", divide="ignore"):

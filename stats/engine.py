@@ -425,7 +425,8 @@ def _sequential(res: pd.DataFrame, s: AnalysisSettings, plan: _Plan) -> np.ndarr
     """Confidence sequences (absolute; relative by Fieller at the sequence's boundary),
     intersected over the table's looks that carry enough information.
 
-    A look whose smaller arm has fewer than ``sequential_min_events`` effective events
+    A look whose smaller arm has fewer than ``sequential_min_units`` units or
+    ``sequential_min_events`` effective events
     (:func:`_information`) gets no sequential interval and is left out of the intersection:
     its variance estimate is not yet a variance (0 with no events), and one degenerate look
     would otherwise pin every later intersection. Unbounded relative looks add no constraint.
@@ -441,7 +442,9 @@ def _sequential(res: pd.DataFrame, s: AnalysisSettings, plan: _Plan) -> np.ndarr
             "quantile_p"]  # fmt: skip
     comp_id = res.groupby(keys, dropna=False, sort=False).ngroup().to_numpy()
     day = res["as_of_date"].to_numpy().astype("int64")
-    ok = res["_information"].to_numpy(float) >= s.sequential_min_events
+    ok = (res["_information"].to_numpy(float) >= s.sequential_min_events) & (
+        np.minimum(res["n_control"], res["n_treatment"]).to_numpy(float) >= s.sequential_min_units
+    )
     flags = np.where(ok, 0, 1)
     nan = np.full(len(res), np.nan)
 

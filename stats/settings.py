@@ -64,6 +64,8 @@ class AnalysisSettings(BaseModel):
             of looks), the planned MDE and the power flag (docs/stats.md, "Plan").
         sequential_min_events: a look enters the always-valid interval only when each arm has
             at least this many effective events (``effective_events``; docs/stats.md).
+        sequential_min_units: ... and at least this many units: the size from which the
+            engine's intervals are validated (docs/stats.md, "Small samples").
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -86,6 +88,7 @@ class AnalysisSettings(BaseModel):
     sequential_tuning_n: float = Field(100_000.0, gt=0.0)
     plans: dict[str, ExperimentPlan] = Field(default_factory=dict)
     sequential_min_events: float = Field(10.0, ge=0.0)
+    sequential_min_units: float = Field(100.0, ge=2.0)
 
     @property
     def seq_alpha(self) -> float:
@@ -172,6 +175,7 @@ class DecisionSettings(BaseModel):
         power: the decision's planned probability to ship when every success metric moves by
             its minimum effect and no guardrail moves.
         srm_alpha: the sample-ratio gate's threshold on the results' ``srm_p_value``.
+        sequential_min_units: ... and this many units (as :class:`AnalysisSettings`).
         sequential_min_events: a look counts only when each arm has at least this many
             effective events (as :class:`AnalysisSettings`).
         experiments: experiment_id -> :class:`DecisionPlan`; experiments not listed get no
@@ -184,4 +188,5 @@ class DecisionSettings(BaseModel):
     power: float = Field(0.8, gt=0.5, lt=1.0)
     srm_alpha: float = Field(0.001, gt=0.0, lt=1.0)
     sequential_min_events: float = Field(10.0, ge=0.0)
+    sequential_min_units: float = Field(100.0, ge=2.0)
     experiments: dict[str, DecisionPlan] = Field(default_factory=dict)
