@@ -28,10 +28,12 @@ refuses an unpaused DAG while a scheduler is alive (re-run the day from the UI i
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
 import shutil
 import sys
 import threading
+import traceback
 from datetime import UTC, date, datetime
 from pathlib import Path
 from urllib.parse import quote
@@ -132,9 +134,14 @@ def main(argv: list[str]) -> int:
     console, errors = _console_apart(airflow_log)
     try:
         return _run(day, console, errors, airflow_log)
-    except Exception as exc:  # Airflow's traceback is in its log; one line here
+    except Exception as exc:  # the traceback to Airflow's log, one line here
+        traceback.print_exc()
         print(f"airflow-day: error: {type(exc).__name__}: {exc} (log: {airflow_log})", file=errors)
-        raise
+        # an error inside dag.test leaves the executor's worker processes waiting for work, and
+        # the interpreter would wait for them at exit
+        for worker in multiprocessing.active_children():
+            worker.terminate()
+        return 1
 
 
 def _run(day: date, console, errors, airflow_log: Path) -> int:
