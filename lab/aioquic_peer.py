@@ -5,6 +5,8 @@ answers ``GET /<n>`` with ``n`` bytes until terminated;
 ``python -m lab.aioquic_peer client --port P --qlog-dir D --size N [--requests K] [--cc …]``
 fetches ``K`` bodies of ``N`` bytes on one connection, prints one JSON line
 ``{"odcid", "latency_ms": [...], "ttfb_ms": [...], "bytes": total}`` and exits. Loopback only.
+Both ask for 4 MiB socket buffers (``--socket-buffer``, lab.host.enlarge_buffers): the lab's runs
+must not lose datagrams on the host.
 """
 
 from __future__ import annotations
@@ -24,7 +26,19 @@ from aioquic.h3.events import DataReceived, HeadersReceived
 from aioquic.quic.configuration import QuicConfiguration
 from aioquic.quic.logger import QuicFileLogger
 
+from lab.host import BUFFER_BYTES, enlarge_buffers
+
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
+
+
+class _FlushingLogger(QuicFileLogger):
+    """aioquic writes a connection's trace when the connection ends (after its draining period,
+    or its idle timeout when the peer's CONNECTION_CLOSE was lost): at the server's stop, the
+    traces of connections that have not ended are written as they are."""
+
+    def flush(self) -> None:
+        for trace in list(self._traces):
+            self.end_trace(trace)
 
 
 class _Server(QuicConnectionProtocol):
@@ -76,10 +90,12 @@ class _Client(QuicConnectionProtocol):
 
 
 async def _serve(args) -> None:
-    cfg = QuicConfiguration(is_client=False, alpn_protocols=H3_ALPN, quic_logger=QuicFileLogger(args.qlog_dir),
+    logger = _FlushingLogger(args.qlog_dir)
+    cfg = QuicConfiguration(is_client=False, alpn_protocols=H3_ALPN, quic_logger=logger,
                             congestion_control_algorithm=args.cc)
     cfg.load_cert_chain(args.cert, args.key)
     server = await serve(args.host, args.port, configuration=cfg, create_protocol=_Server)
+    enlarge_buffers(server._transport.get_extra_info("socket"), args.socket_buffer)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -87,6 +103,7 @@ async def _serve(args) -> None:
     print("ready", flush=True)
     await stop.wait()
     server.close()
+    logger.flush()
 
 
 async def _fetch(args) -> dict:
@@ -96,6 +113,7 @@ async def _fetch(args) -> dict:
     latency, ttfb, total = [], [], 0
     async with connect(args.host, args.port, configuration=cfg, create_protocol=_Client) as client:
         odcid = client._quic._original_destination_connection_id.hex()
+        enlarge_buffers(client._transport.get_extra_info("socket"), args.socket_buffer)  # before the bodies flow
         for _ in range(args.requests):
             got, ms, first = await client.get(args.size, args.timeout)
             total += got
@@ -116,6 +134,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--size", type=int, default=100_000)
     parser.add_argument("--requests", type=int, default=1)
     parser.add_argument("--timeout", type=float, default=30.0)
+    parser.add_argument("--socket-buffer", type=int, default=BUFFER_BYTES, help="bytes; 0: the system's default")
     args = parser.parse_args(argv)
     if args.host not in LOOPBACK:
         print("lab.aioquic_peer: loopback addresses only", file=sys.stderr)

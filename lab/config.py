@@ -14,6 +14,8 @@ queue_ms: 50                # queue of the rate limiter, in ms at the link rate
 clients_per_condition: 8
 transfer_bytes: 200000
 requests: 1                 # GETs per connection
+attempts: 3                 # runs per client at most: a run the host dropped datagrams in is invalid
+socket_buffer_bytes: 4194304  # buffers asked for on the lab's sockets (0: the system's default)
 ```
 """
 
@@ -64,6 +66,12 @@ class Condition(BaseModel):
         bw = f"{self.bandwidth_mbps:g}mbps" if self.bandwidth_mbps else "unlimited"
         return f"rtt{self.rtt_ms:g}ms_loss{self.loss * 100:g}pct_burst{self.burst:g}_{bw}"
 
+    def labels(self) -> dict[str, str]:
+        """Each grid value as a segment label: rtt ``30ms``, loss ``2%``, burst ``4``, bandwidth ``20Mbps``
+        or ``unlimited`` (labels sort by their first number, as the report orders buckets)."""
+        return {"rtt": f"{self.rtt_ms:g}ms", "loss": f"{self.loss * 100:g}%", "burst": f"{self.burst:g}",
+                "bandwidth": f"{self.bandwidth_mbps:g}Mbps" if self.bandwidth_mbps else "unlimited"}
+
 
 class Grid(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -86,6 +94,12 @@ class LabConfig(BaseModel):
     transfer_bytes: int = Field(default=200_000, ge=1, le=1 << 30)
     requests: int = Field(default=1, ge=1, le=100)
     timeout_s: float = Field(default=30.0, gt=0, le=600)
+    #: runs per client at most: a run during which the host dropped UDP datagrams is invalid
+    #: (excluded from results) and the client runs again, up to this many times in all
+    attempts: int = Field(default=3, ge=1, le=10)
+    #: receive and send buffer asked for on every socket of the lab (relay, aioquic, ngtcp2's);
+    #: 0 leaves the system's default (net.core.rmem_default): more runs lose datagrams on the host
+    socket_buffer_bytes: int = Field(default=4 << 20, ge=0, le=1 << 30)
     seed: int = 0
     platform: str = "Linux"
     network_type: str = "ethernet"
@@ -97,6 +111,16 @@ class LabConfig(BaseModel):
         if len(set(names)) != len(names):
             raise ValueError("arm names must be unique")
         return arms
+
+    @property
+    def segment_dimensions(self) -> list[str]:
+        """The grid values that become segments of their own (besides the condition): those that
+        vary, when two or more do. One varying value is the condition itself; a value every
+        condition shares is every unit's, the same rows as 'overall'."""
+        g = self.grid
+        varying = [name for name, values in (("rtt", g.rtt_ms), ("loss", g.loss), ("burst", g.burst),
+                                             ("bandwidth", g.bandwidth_mbps)) if len(set(values)) > 1]
+        return varying if len(varying) > 1 else []
 
     @property
     def conditions(self) -> list[Condition]:

@@ -16,13 +16,21 @@ direction is an independent link:
 Counters per direction: ``received``, ``forwarded``, ``dropped_random``, ``dropped_queue``,
 ``delayed`` (forwarded after a positive wait). Timers are asyncio's (millisecond-grade on a
 loaded machine); see docs/lab.md for what this can and cannot emulate.
+
+The relay's sockets ask for 4 MiB receive and send buffers (:func:`lab.host.enlarge_buffers`):
+a burst the event loop cannot read at once waits in the kernel instead of being dropped there,
+where the relay would never count it. :meth:`Relay.ports` names its sockets, so the lab can read
+their drop counters.
 """
 
 from __future__ import annotations
 
 import asyncio
 import random
+import socket
 from dataclasses import asdict, dataclass, field
+
+from lab.host import BUFFER_BYTES, enlarge_buffers
 
 
 @dataclass(frozen=True)
@@ -123,10 +131,13 @@ class Relay:
     """Start with :meth:`start` inside a running loop; ``port`` is where clients connect."""
 
     def __init__(self, server_port: int, upstream: Link, downstream: Link, *, seed: int = 0,
-                 host: str = "127.0.0.1") -> None:
+                 host: str = "127.0.0.1", buffer_bytes: int = BUFFER_BYTES) -> None:
         if host not in ("127.0.0.1", "::1", "localhost"):
             raise ValueError("the relay serves loopback only")
+        host = "127.0.0.1" if host == "localhost" else host
         self.host, self.server = host, (host, server_port)
+        self.buffer_bytes = buffer_bytes
+        self.receive_buffer = 0  # what the kernel granted the listening socket (getsockopt's value)
         rng = random.Random(seed)
         self.up = _Direction(upstream, GilbertLoss(upstream.loss, upstream.burst, random.Random(rng.random())))
         self.down = _Direction(downstream, GilbertLoss(downstream.loss, downstream.burst, random.Random(rng.random())))
@@ -135,11 +146,33 @@ class Relay:
         self._upstreams: dict = {}
         self._pending: set[asyncio.Task] = set()
 
+    def _socket(self, *, bind: tuple | None = None, connect: tuple | None = None) -> socket.socket:
+        family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
+        sock = socket.socket(family, socket.SOCK_DGRAM)
+        try:
+            granted = enlarge_buffers(sock, self.buffer_bytes)
+            if bind is not None:
+                sock.bind(bind)
+            if connect is not None:
+                sock.connect(connect)
+            sock.setblocking(False)
+        except OSError:
+            sock.close()
+            raise
+        self.receive_buffer = self.receive_buffer or granted
+        return sock
+
     async def start(self) -> Relay:
         loop = asyncio.get_running_loop()
-        self._listen, _ = await loop.create_datagram_endpoint(lambda: _Listen(self), local_addr=(self.host, 0))
+        self._listen, _ = await loop.create_datagram_endpoint(lambda: _Listen(self),
+                                                              sock=self._socket(bind=(self.host, 0)))
         self.port = self._listen.get_extra_info("sockname")[1]
         return self
+
+    def ports(self) -> list[int]:
+        """Local ports of the relay's sockets: the listening one and one per client address."""
+        transports = [self._listen, *(t for t in self._upstreams.values() if not isinstance(t, list))]
+        return [t.get_extra_info("sockname")[1] for t in transports if t is not None]
 
     def _schedule(self, direction: _Direction, data: bytes, send) -> None:
         loop = asyncio.get_running_loop()
@@ -174,7 +207,7 @@ class Relay:
     async def _open(self, client) -> None:
         loop = asyncio.get_running_loop()
         transport, _ = await loop.create_datagram_endpoint(lambda: _Upstream(self, client),
-                                                           remote_addr=self.server)
+                                                           sock=self._socket(bind=(self.host, 0), connect=self.server))
         waiting = self._upstreams[client]
         self._upstreams[client] = transport
         for data in waiting:

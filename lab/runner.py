@@ -40,6 +40,7 @@ import numpy as np
 
 from jobs.ingest.landing import day_dir
 from jobs.qlog.parse import QlogError, decode, load_traces, parse_path
+from lab import host
 from lab.config import Arm, Condition, LabConfig
 from lab.relay import Link, Relay
 from quicexp.config import ConfigError, Settings
@@ -54,8 +55,14 @@ class LabError(ConfigError):
     """The lab cannot run as configured (missing stack, past day …): one line."""
 
 
+#: a run with host drops is invalid: the reason written to its summary, manifest and sidecar line
+HOST_DROPS = "host_drops"
+
+
 @dataclass
 class Connection:
+    """One client's run (one connection); a client whose run is invalid runs again (``attempt``)."""
+
     condition: str
     arm: str
     client_id: str
@@ -63,19 +70,57 @@ class Connection:
     odcid: str | None = None
     seconds: float = 0.0
     error: str | None = None
+    attempt: int = 1
+    #: what the host dropped while it ran (lab.host.HostDrops.as_dict()): total, rcvbuf_errors, …
+    host_drops: dict = field(default_factory=dict)
+    #: the relay's counters over the run, per direction: received, dropped, …
+    relay: dict = field(default_factory=dict)
+    #: why the run cannot be used (``HOST_DROPS``), None for a clean run
+    invalid: str | None = None
+
+    @property
+    def valid(self) -> bool:
+        return self.ok and self.invalid is None
 
 
 @dataclass
 class LabSummary:
+    """Every run of a lab (``connections``: invalid runs and their retries included)."""
+
     day: date
     run_id: str
+    experiment_id: str = ""
     connections: list[Connection] = field(default_factory=list)
     relay: list[dict] = field(default_factory=list)
     seconds: float = 0.0
 
     @property
     def failed(self) -> int:
+        """Runs whose client process failed (no transfer)."""
         return sum(not c.ok for c in self.connections)
+
+    @property
+    def invalid_runs(self) -> int:
+        """Runs marked invalid (the host dropped datagrams), each excluded from results."""
+        return sum(c.ok and c.invalid is not None for c in self.connections)
+
+    @property
+    def clients(self) -> int:
+        return len({(c.condition, c.client_id) for c in self.connections})
+
+    @property
+    def clients_without_clean_run(self) -> list[tuple[str, str]]:
+        """(condition, client) whose every run failed or was invalid: not in the results."""
+        good = {(c.condition, c.client_id) for c in self.connections if c.valid}
+        return sorted({(c.condition, c.client_id) for c in self.connections} - good)
+
+    def invalid_by_arm(self) -> dict[str, tuple[int, int]]:
+        """arm -> (invalid runs, runs)."""
+        out: dict[str, tuple[int, int]] = {}
+        for c in self.connections:
+            bad, total = out.get(c.arm, (0, 0))
+            out[c.arm] = (bad + (c.ok and c.invalid is not None), total + 1)
+        return out
 
 
 def _stderr_progress(message: str) -> None:
@@ -132,12 +177,14 @@ def _binary(name: str) -> str:
     return shutil.which(name) or str(Path("/usr/sbin", name))
 
 
-def _server_cmd(arm: Arm, port: int, qlog_dir: Path, cert: Path, key: Path, htdocs: Path) -> list[str]:
+def _server_cmd(arm: Arm, port: int, qlog_dir: Path, cert: Path, key: Path, htdocs: Path,
+                socket_buffer: int) -> list[str]:
     if arm.stack == "ngtcp2":
         return [_binary(NGTCP2["server"]), "-q", "--no-quic-dump", "--no-http-dump", f"--qlog-dir={qlog_dir}",
                 f"--cc={arm.congestion_control}", f"--htdocs={htdocs}", HOST, str(port), str(key), str(cert)]
     return [sys.executable, "-m", "lab.aioquic_peer", "server", "--port", str(port), "--qlog-dir", str(qlog_dir),
-            "--cc", arm.congestion_control, "--cert", str(cert), "--key", str(key)]
+            "--cc", arm.congestion_control, "--cert", str(cert), "--key", str(key),
+            "--socket-buffer", str(socket_buffer)]
 
 
 def _client_cmd(arm: Arm, port: int, qlog_dir: Path, config: LabConfig, dcid: str) -> list[str]:
@@ -148,7 +195,7 @@ def _client_cmd(arm: Arm, port: int, qlog_dir: Path, config: LabConfig, dcid: st
                 f"--timeout={int(config.timeout_s)}s", "-n", str(config.requests), HOST, str(port), url]
     return [sys.executable, "-m", "lab.aioquic_peer", "client", "--port", str(port), "--qlog-dir", str(qlog_dir),
             "--cc", arm.congestion_control, "--size", str(config.transfer_bytes), "--requests", str(config.requests),
-            "--timeout", str(config.timeout_s)]
+            "--timeout", str(config.timeout_s), "--socket-buffer", str(config.socket_buffer_bytes)]
 
 
 def _clients(config: LabConfig, condition_index: int) -> tuple[list[str], np.ndarray]:
@@ -272,6 +319,75 @@ async def _stop(proc: asyncio.subprocess.Process) -> None:
             await proc.wait()
 
 
+def _outcome(conn: Connection) -> str:
+    if not conn.ok:
+        return "FAILED"
+    if conn.invalid == HOST_DROPS:
+        h = conn.host_drops
+        return (f"INVALID (the host dropped {h['total']} UDP datagrams, {h['rcvbuf_errors']} for full receive "
+                f"buffers, while the relay dropped {conn.relay['server_to_client']['dropped']} server packets)")
+    return "ok"
+
+
+def _relay_delta(before: dict, after: dict) -> dict:
+    return {way: {k: after[way][k] - before[way][k] for k in ("received", "forwarded", "dropped")}
+            for way in after}
+
+
+async def _enlarge_client(proc: asyncio.subprocess.Process, arm: Arm, size: int, out: dict) -> None:
+    """ngtcp2's client has no socket-buffer option: enlarge its socket's buffers from here as soon
+    as it has one (lab.host.enlarge_child_buffers), before the body's first round trip."""
+    if arm.stack != "ngtcp2" or size <= 0:
+        return
+    counts = out["buffers"]
+    deadline = time.monotonic() + 2.0
+    while proc.returncode is None and time.monotonic() < deadline:
+        if host.enlarge_child_buffers(proc.pid, size):
+            counts["ngtcp2_clients_enlarged"] = counts.get("ngtcp2_clients_enlarged", 0) + 1
+            return
+        await asyncio.sleep(0.002)
+    counts["ngtcp2_clients_not_enlarged"] = counts.get("ngtcp2_clients_not_enlarged", 0) + 1
+
+
+async def _run_client(config: LabConfig, condition: Condition, arm: Arm, client_id: str, attempt: int,
+                      relay: Relay, server_port: int, client_q: Path, out: dict) -> Connection:
+    """One client's run through ``relay``, with the host's UDP counters read before and after it."""
+    client_q.mkdir(parents=True)
+    dcid = hashlib.blake2b(f"{config.seed}/{condition.name}/{client_id}/{attempt}".encode(),
+                           digest_size=16).hexdigest()
+    opened = datetime.now(UTC)
+    relay_before = relay.counters()
+    host_before = host.read_counters([*relay.ports(), server_port])
+    started = time.monotonic()
+    proc = await asyncio.create_subprocess_exec(
+        *_client_cmd(arm, relay.port, client_q, config, dcid), stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE, start_new_session=True, env=_env())
+    buffers = asyncio.ensure_future(_enlarge_client(proc, arm, config.socket_buffer_bytes, out))
+    try:
+        _, stderr = await asyncio.wait_for(proc.communicate(), config.timeout_s + 10)
+    except TimeoutError:
+        proc.kill()
+        _, stderr = await proc.communicate()
+    finally:
+        buffers.cancel()
+    seconds = time.monotonic() - started
+    host_after = host.read_counters([*relay.ports(), server_port])
+    relay_after = relay.counters()
+    drops = host.drops_between(host_before, host_after,
+                               {"relay": set(relay.ports()), "server": [server_port]})
+    files = sorted(p for p in client_q.iterdir() if p.is_file())
+    rows = parse_path(str(files[0])) if files else []
+    row = rows[0] if rows and rows[0].get("reason") is None else None
+    ok = proc.returncode == 0 and row is not None
+    conn = Connection(condition.name, arm.name, client_id, ok, row["odcid"] if row else None, seconds,
+                      None if ok else (stderr.decode(errors="replace").strip().splitlines() or
+                                       [f"exit {proc.returncode}"])[-1][:200],
+                      attempt=attempt, host_drops=drops.as_dict(), relay=_relay_delta(relay_before, relay_after),
+                      invalid=HOST_DROPS if drops.total else None)
+    out["connections"].append((conn, opened, files[0] if files else None, row, arm))
+    return conn
+
+
 async def _run_arm(config: LabConfig, condition: Condition, arm: Arm, clients: list[str], work: Path,
                    cert: Path, key: Path, progress: Callable[[str], None], out: dict) -> None:
     server_q = work / "server"
@@ -280,46 +396,36 @@ async def _run_arm(config: LabConfig, condition: Condition, arm: Arm, clients: l
     htdocs.mkdir()
     port = _free_udp_port()
     server = await asyncio.create_subprocess_exec(
-        *_server_cmd(arm, port, server_q, cert, key, htdocs), stdout=asyncio.subprocess.PIPE,
+        *_server_cmd(arm, port, server_q, cert, key, htdocs, config.socket_buffer_bytes), stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.DEVNULL, start_new_session=True, env=_env())
     relay = None
     try:
         await _wait_listening(server, arm)
+        if arm.stack == "ngtcp2":  # aioquic's peers enlarge their own (lab.aioquic_peer)
+            enlarged = host.enlarge_child_buffers(server.pid, config.socket_buffer_bytes)
+            counts = out["buffers"]
+            counts["ngtcp2_server_sockets_enlarged"] = counts.get("ngtcp2_server_sockets_enlarged", 0) + enlarged
         half = condition.rtt_ms / 2.0
         queue = int(max(condition.bandwidth_mbps or 0, 1) * 1e6 / 8 * config.queue_ms / 1000)
         link = Link(delay_ms=half, loss=condition.loss, burst=condition.burst,
                     bandwidth_mbps=condition.bandwidth_mbps, queue_bytes=max(queue, 3000))
         seed = int(str_key(config.experiment_id, config.seed, condition.name, arm.name) % np.uint64(2**31))
-        relay = await Relay(port, link, link, seed=seed).start()
+        relay = await Relay(port, link, link, seed=seed, buffer_bytes=config.socket_buffer_bytes).start()
+        out["buffers"].setdefault("relay_receive_buffer", relay.receive_buffer)
         for i, client_id in enumerate(clients):
-            client_q = work / "client" / client_id
-            client_q.mkdir(parents=True)
-            dcid = hashlib.blake2b(f"{config.seed}/{condition.name}/{client_id}".encode(), digest_size=16).hexdigest()
-            opened = datetime.now(UTC)
-            started = time.monotonic()
-            proc = await asyncio.create_subprocess_exec(
-                *_client_cmd(arm, relay.port, client_q, config, dcid), stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE, start_new_session=True, env=_env())
-            try:
-                _, stderr = await asyncio.wait_for(proc.communicate(), config.timeout_s + 10)
-            except TimeoutError:
-                proc.kill()
-                _, stderr = await proc.communicate()
-            seconds = time.monotonic() - started
-            files = sorted(p for p in client_q.iterdir() if p.is_file())
-            rows = parse_path(str(files[0])) if files else []
-            row = rows[0] if rows and rows[0].get("reason") is None else None
-            ok = proc.returncode == 0 and row is not None
-            conn = Connection(condition.name, arm.name, client_id, ok, row["odcid"] if row else None, seconds,
-                              None if ok else (stderr.decode(errors="replace").strip().splitlines() or
-                                               [f"exit {proc.returncode}"])[-1][:200])
-            out["connections"].append((conn, opened, files[0] if files else None, row, arm))
-            progress(f"{condition.name} arm {arm.name}: client {i + 1}/{len(clients)} "
-                     f"{'ok' if ok else 'FAILED'} in {seconds:.2f}s")
-        # each server writes a connection's trace when it drops the connection (aioquic after its
-        # draining period): wait for one per connection that reached it, at most 5 s
+            for attempt in range(1, config.attempts + 1):
+                conn = await _run_client(config, condition, arm, client_id, attempt, relay, port,
+                                         work / "client" / f"{client_id}-{attempt}", out)
+                retry = conn.invalid is not None and attempt < config.attempts
+                progress(f"{condition.name} arm {arm.name}: client {i + 1}/{len(clients)} "
+                         f"{_outcome(conn)} in {conn.seconds:.2f}s" + (", running it again" if retry else ""))
+                if not retry:
+                    break
+        # ngtcp2's server writes a trace as its connection goes (JSON-SEQ): wait for one per
+        # connection that reached it, at most 5 s. aioquic's writes a trace when the connection
+        # ends, and at its stop those of the connections that have not (lab.aioquic_peer).
         expected = sum(1 for c in out["connections"] if c[0].ok and c[4] is arm and c[0].condition == condition.name)
-        deadline = time.monotonic() + 5.0
+        deadline = time.monotonic() + (5.0 if arm.stack == "ngtcp2" else 0.0)
         while sum(1 for p in server_q.iterdir() if p.is_file()) < expected and time.monotonic() < deadline:
             await asyncio.sleep(0.05)
         await asyncio.sleep(0.1)  # the last file's final write
@@ -335,7 +441,9 @@ async def _run_arm(config: LabConfig, condition: Condition, arm: Arm, clients: l
 
 async def _run(config: LabConfig, work: Path, progress: Callable[[str], None]) -> dict:
     cert, key = _certificate(work)
-    out: dict = {"connections": [], "relay": [], "server_dirs": [], "assignments": []}
+    out: dict = {"connections": [], "relay": [], "server_dirs": [], "assignments": [],
+                 "buffers": {"asked": config.socket_buffer_bytes,
+                             "system_default_receive_buffer": host.default_receive_buffer()}}
     conditions = config.conditions
     for ci, condition in enumerate(conditions):
         ids, arms = _clients(config, ci)
@@ -363,16 +471,45 @@ def run(settings: Settings, config: LabConfig, day: date | None = None, *,
         raise LabError(f"lab day {day} must be between today ({today}) and today + "
                        f"{settings.ingest.lookback_days} days: the traces carry the real time")
     check_stacks(config)
+    try:
+        host.read_counters()  # each run is billed for the host's drops, or the lab does not run
+    except host.HostCountersUnavailable as exc:
+        raise LabError(f"{exc}: the lab needs Linux's /proc/net/snmp to bill each run for the host's UDP drops") from None
     progress = progress or (lambda _m: None)
     run_id = f"{config.experiment_id}-s{config.seed}"
     versions = {stack: _stack_version(stack) for stack in {a.stack for a in config.arms}}
     with tempfile.TemporaryDirectory(prefix="quicexp-lab-") as tmp:
         out = asyncio.run(_run(config, Path(tmp), progress))
-        summary = LabSummary(day=day, run_id=run_id, relay=out["relay"])
+        summary = LabSummary(day=day, run_id=run_id, experiment_id=config.experiment_id, relay=out["relay"])
         _write_landing(settings, config, day, run_id, out, versions, summary)
     summary.seconds = time.monotonic() - started
-    progress(f"done: {len(summary.connections)} connections ({summary.failed} failed) in {summary.seconds:.1f}s")
+    invalid = ", ".join(f"{arm} {bad} of {total}" for arm, (bad, total) in summary.invalid_by_arm().items())
+    progress(f"done: {summary.clients} clients, {len(summary.connections)} runs ({summary.failed} failed, "
+             f"{summary.invalid_runs} invalid for host drops: {invalid}) in {summary.seconds:.1f}s")
     return summary
+
+
+def next_step(settings: Settings, config: LabConfig, day: date) -> str:
+    """What to run next: ``quicexp run-day`` when the registry has the lab's experiment as run,
+    otherwise what the registry lacks (the pipeline analyses registered experiments only)."""
+    from quicexp.registry import load_registry
+
+    run_day = f"quicexp run-day --date {day.isoformat()}"
+    try:
+        experiment = load_registry(settings.registry_file).get(config.experiment_id)
+    except ConfigError:
+        arms = ", ".join(f"{a.name} (share {a.weight / sum(b.weight for b in config.arms):.3g}"
+                         f"{', control' if i == 0 else ''})" for i, a in enumerate(config.arms))
+        return (f"next: add experiment {config.experiment_id} to {settings.registry_file} with arms {arms} "
+                f"and start_date {day.isoformat()} or earlier, then {run_day}")
+    missing = sorted({a.name for a in config.arms} - {a.name for a in experiment.arms})
+    if missing:
+        return (f"next: the registry's {config.experiment_id} has no arm {', '.join(missing)}: add it to "
+                f"{settings.registry_file}, then {run_day}")
+    if not experiment.running_on(day):
+        return (f"next: the registry's {config.experiment_id} does not run on {day.isoformat()} (start "
+                f"{experiment.start_date}): change its dates in {settings.registry_file}, then {run_day}")
+    return f"next: {run_day}"
 
 
 def _write_landing(settings: Settings, config: LabConfig, day: date, run_id: str, out: dict,
@@ -393,22 +530,21 @@ def _write_landing(settings: Settings, config: LabConfig, day: date, run_id: str
                 server_rows[rows[0]["odcid"]] = (path, rows[0])
             _copy_gz(path, qdir / "server" / f"{arm.name}-{path.name}")
     uploaded = datetime.now(UTC)
-    sidecar, connections, requests = [], [], []
+    labels = {c.name: c.labels() for c in config.conditions}
+    sidecar, connections, requests, accounted = [], [], [], []
     for conn, opened, client_file, row, arm in out["connections"]:
         summary.connections.append(conn)
+        server = server_rows.get(row["odcid"], (None, None))[1] if row else None
+        accounted.append(_accounting(conn, row, server))
         if client_file is None:
             continue
         _copy_gz(client_file, qdir / "client" / f"{arm.name}-{client_file.name}")
         if row is None:
             continue
-        sidecar.append(json.dumps({
-            "odcid": row["odcid"], "client_id": conn.client_id, "session_id": f"lab-{row['odcid'][:16]}",
-            "platform": config.platform, "network_type": config.network_type,
-            "experiments": {config.experiment_id: conn.arm}, "opened_at": _ts(opened), "condition": conn.condition}))
+        sidecar.append(json.dumps(_sidecar_line(config, conn, row["odcid"], opened, labels[conn.condition])))
         trace = _trace(client_file)
-        if not conn.ok or trace is None or row.get("srtt_ms") is None or row.get("min_rtt_ms") is None:
-            continue
-        server = server_rows.get(row["odcid"], (None, None))[1]
+        if not conn.valid or trace is None or row.get("srtt_ms") is None or row.get("min_rtt_ms") is None:
+            continue  # no telemetry events for an invalid run: its loss is not the path's
         event, reqs = _events(config, arm, conn.client_id, row["odcid"], opened, uploaded, trace, row, server,
                               versions[arm.stack])
         connections.append(json.dumps(event))
@@ -424,12 +560,34 @@ def _write_landing(settings: Settings, config: LabConfig, day: date, run_id: str
     (labdir / "manifest.json").write_text(json.dumps({
         "run_id": run_id, "day": day.isoformat(), "config": config.model_dump(mode="json"),
         "conditions": [c.model_dump() | {"name": c.name} for c in config.conditions],
-        "stack_versions": versions, "assignments": out["assignments"],
-        "connections": [{"condition": c.condition, "arm": c.arm, "client_id": c.client_id, "odcid": c.odcid,
-                         "ok": c.ok, "seconds": round(c.seconds, 3), "error": c.error}
-                        for c in summary.connections],
+        "stack_versions": versions, "socket_buffers": out["buffers"], "assignments": out["assignments"],
+        "connections": [{"condition": c.condition, "arm": c.arm, "client_id": c.client_id, "attempt": c.attempt,
+                         "odcid": c.odcid, "ok": c.ok, "invalid": c.invalid, "seconds": round(c.seconds, 3),
+                         "error": c.error, "host_drops": c.host_drops, "relay": c.relay, **extra}
+                        for c, extra in zip(summary.connections, accounted, strict=True)],
     }, indent=1))
 
+
+def _sidecar_line(config: LabConfig, conn: Connection, odcid: str, opened: datetime, labels: dict[str, str]) -> dict:
+    """The sidecar line of one run: the client's connection, its arm, its condition (and the
+    condition's values that vary, LabConfig.segment_dimensions) and, for an invalid run, why."""
+    line = {"odcid": odcid, "client_id": conn.client_id, "session_id": f"lab-{odcid[:16]}",
+            "platform": config.platform, "network_type": config.network_type,
+            "experiments": {config.experiment_id: conn.arm}, "opened_at": _ts(opened), "condition": conn.condition}
+    if config.segment_dimensions:
+        line["condition_values"] = {k: labels[k] for k in config.segment_dimensions}
+    if conn.invalid:  # the ingest loads the traces with the reason; the models leave them out
+        line |= {"invalid": conn.invalid, "host_drops": conn.host_drops.get("total", 0)}
+    return line
+
+
+def _accounting(conn: Connection, client: dict | None, server: dict | None) -> dict:
+    """Packets the server sent that neither the relay dropped nor the client received (None
+    without both traces): lost on the host, or still in flight when the client closed."""
+    if client is None or server is None or not conn.relay:
+        return {"unaccounted_server_to_client": None}
+    gap = server["packets_sent"] - client["packets_received"] - conn.relay["server_to_client"]["dropped"]
+    return {"unaccounted_server_to_client": gap}
 
 def _copy_gz(source: Path, target: Path) -> None:
     name = target.name if target.name.endswith(".gz") else target.name + ".gz"

@@ -343,7 +343,7 @@ def _register_commands() -> None:
     app.command("simulate", help="Generate landing-zone telemetry from a simulator scenario.")(simulate)
     app.command("stats", help="Run the statistics engine on a sufficient-statistics file.")(stats_command)
     app.command("ingest-qlog", help="Load one upload day's qlog files into bronze.qlog_connections.")(qlog_command)
-    app.command("lab", help="Run a real-stack A/B experiment (ngtcp2, aioquic) into the landing zone.")(lab_command)
+    app.command("lab", short_help="Run a real-stack A/B experiment (ngtcp2, aioquic) into the landing zone.")(lab_command)
     app.command(
         "plan-experiment",
         help="Units and days an experiment's declared metrics need under the decision rule.",

@@ -22,17 +22,38 @@ def lab_command(
     ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress lines.")] = False,
 ) -> None:
-    """Run the lab's transfers and write one upload day of real-stack telemetry."""
+    """Run the lab's transfers and write one upload day of real-stack telemetry.
+
+    Needs the stacks of the config's arms: for ngtcp2 arms, ngtcp2's example
+    client and server (Debian packages ngtcp2-client and ngtcp2-server:
+    scripts/test-deps.d/ngtcp2.sh); aioquic is in the pipeline environment.
+
+    To analyse the day, the config's experiment_id must be in the experiment
+    registry (registry/experiments.yml) with the config's arms, running on the
+    day; then run `quicexp run-day --date D`. The last line says what to run.
+
+    A run during which the host itself dropped UDP datagrams is invalid (left
+    out of the results) and runs again, up to the config's `attempts`.
+    """
     import lab
+    from lab.runner import next_step
     from quicexp.config import load_settings, parse_day
 
     settings = load_settings()
     the_day = parse_day(day) if day else None
+    lab_config = lab.load_config(config)
     quiet_progress = {"progress": None} if quiet else {}  # default: "lab: …" lines on stderr
-    summary = lab.run(settings, lab.load_config(config), the_day, **quiet_progress)
+    summary = lab.run(settings, lab_config, the_day, **quiet_progress)
     typer.echo(
-        f"lab {summary.day} {summary.run_id}: {len(summary.connections)} connections, "
-        f"{summary.failed} failed, {summary.seconds:.1f}s -> {settings.landing_root}"
+        f"lab {summary.day} {summary.run_id}: {summary.clients} clients, {len(summary.connections)} runs, "
+        f"{summary.failed} failed, {summary.invalid_runs} invalid (host drops), {summary.seconds:.1f}s "
+        f"-> {settings.landing_root}"
     )
-    if summary.failed:
-        raise PartialFailure(f"{summary.failed} of {len(summary.connections)} lab connections failed")
+    typer.echo(next_step(settings, lab_config, summary.day))
+    lost = summary.clients_without_clean_run
+    if lost:
+        raise PartialFailure(
+            f"{len(lost)} of {summary.clients} lab clients have no clean run ({summary.failed} runs failed, "
+            f"{summary.invalid_runs} were invalid: the host dropped UDP datagrams); their connections are "
+            "left out of the results (docs/lab.md, Host drops)"
+        )
