@@ -1,10 +1,16 @@
-{#- Segments: every unit belongs to 'overall' and to one value of each segment type; the
-    combinations named in var segment_combinations give two-way segments such as
-    platform×rtt_bucket = 'Windows|100-200ms'. -#}
+{#- Segments: every unit belongs to 'overall' and to at most one value of each segment type
+    (none where its value is null: the network-condition segments exist for units whose qlog
+    sidecar named a condition); the combinations named in var segment_combinations give two-way
+    segments such as platform×rtt_bucket = 'Windows|100-200ms'. -#}
 
-{#- The columns of a unit row that name its segments (one segment type each). -#}
+{#- The columns of a unit row that name its segments (one segment type each): the client's
+    platform and network type, its network buckets (never null: 'unknown'), and the network
+    condition its qlog sidecar lines named with that condition's values (null without one;
+    the lab writes them, docs/lab.md). -#}
 {% macro segment_columns() %}
-    {{ return(['platform', 'network_type', 'rtt_bucket', 'loss_bucket', 'bandwidth_bucket']) }}
+    {{ return(['platform', 'network_type', 'rtt_bucket', 'loss_bucket', 'bandwidth_bucket',
+               'network_condition', 'condition_rtt', 'condition_loss', 'condition_burst',
+               'condition_bandwidth']) }}
 {% endmacro %}
 
 
@@ -14,7 +20,8 @@
 
 
 {#- Each segment type with the SQL expression of its value for the unit row `alias`:
-    'overall' -> 'all', a segment column -> its value, a combination -> the values joined by '|'. -#}
+    'overall' -> 'all', a segment column -> its value, a combination -> the values joined by '|'
+    (null when one of them is). -#}
 {% macro segment_values(alias) %}
     {%- set out = [{'type': 'overall', 'value': "'all'"}] -%}
     {%- for column in segment_columns() -%}
@@ -26,20 +33,21 @@
         {%- endfor -%}
         {%- set columns = [] -%}
         {%- for column in combo -%}{%- do columns.append(alias ~ '.' ~ column) -%}{%- endfor -%}
-        {%- do out.append({'type': combo | join('×'), 'value': "concat_ws('|', " ~ (columns | join(', ')) ~ ")"}) -%}
+        {%- do out.append({'type': combo | join('×'), 'value': "case when " ~ (columns | join(' is not null and '))
+            ~ " is not null then concat_ws('|', " ~ (columns | join(', ')) ~ ") end"}) -%}
     {%- endfor -%}
     {{ return(out) }}
 {% endmacro %}
 
 
 {#- `lateral view` giving one row per segment the unit row `alias` belongs to
-    (columns segment.segment_type, segment.segment_value). -#}
+    (columns segment.segment_type, segment.segment_value): none for a type whose value is null. -#}
 {% macro explode_segments(alias) %}
-    lateral view inline(array(
+    lateral view inline(filter(array(
         {%- for segment in segment_values(alias) %}
-        named_struct('segment_type', '{{ segment.type }}', 'segment_value', {{ segment.value }}){{ ',' if not loop.last }}
+        named_struct('segment_type', '{{ segment.type }}', 'segment_value', cast({{ segment.value }} as string)){{ ',' if not loop.last }}
         {%- endfor %}
-    )) segment
+    ), s -> s.segment_value is not null)) segment
 {% endmacro %}
 
 

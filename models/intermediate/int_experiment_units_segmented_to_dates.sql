@@ -1,7 +1,8 @@
 {#- One row per experiment unit (client in an arm) per as_of_date it has been seen by:
     its segments. platform and network_type are the client's (the smallest value if it ever
-    reported two); the network-condition buckets come from the first day with connections
-    since the experiment started, so a unit's segment does not move once known. -#}
+    reported two); the network buckets come from the first day with connections (or qlog
+    traces) since the experiment started, and the network condition (with its values) from the
+    first day a qlog sidecar line named one, so a unit's segment does not move once known. -#}
 {{ config(
     partition_by=['as_of_date'],
     replace_where=open_days_predicate('as_of_date'),
@@ -64,7 +65,18 @@ first_networks as (
                 'bandwidth_kbps', networks.median_delivery_rate_kbps
             ),
             networks.event_date
-        ) as network
+        ) as network,
+        {#- min_by skips the rows whose ordering value is null: days without a condition -#}
+        min_by(
+            named_struct(
+                'name', networks.network_condition,
+                'rtt', networks.condition_rtt,
+                'loss', networks.condition_loss,
+                'burst', networks.condition_burst,
+                'bandwidth', networks.condition_bandwidth
+            ),
+            case when networks.network_condition is not null then networks.event_date end
+        ) as condition
     from units
     inner join networks
         on units.client_id = networks.client_id
@@ -82,7 +94,12 @@ final as (
         coalesce(units.network_type, 'unknown') as network_type,
         {{ bucket('first_networks.network.rtt_ms', 'rtt_bucket') }} as rtt_bucket,
         {{ bucket('first_networks.network.loss_rate', 'loss_bucket') }} as loss_bucket,
-        {{ bucket('first_networks.network.bandwidth_kbps', 'bandwidth_bucket') }} as bandwidth_bucket
+        {{ bucket('first_networks.network.bandwidth_kbps', 'bandwidth_bucket') }} as bandwidth_bucket,
+        first_networks.condition.name as network_condition,
+        first_networks.condition.rtt as condition_rtt,
+        first_networks.condition.loss as condition_loss,
+        first_networks.condition.burst as condition_burst,
+        first_networks.condition.bandwidth as condition_bandwidth
     from units
     left join first_networks
         on units.experiment_id = first_networks.experiment_id
