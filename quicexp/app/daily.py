@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from quicexp.app.dbt import run_dbt
 from quicexp.config import ConfigError, Settings
-from quicexp.errors import PartialFailure
+from quicexp.errors import InputDataError, PartialFailure
 from quicexp.registry import Registry, load_registry
 
 if TYPE_CHECKING:
@@ -95,7 +95,19 @@ class DayOutcome:
     failed_reports: list[str] = field(default_factory=list)
     #: input rows of the statistics the engine skipped (one reason each in <home>/logs/quicexp.log)
     skipped: int = 0
+    #: running experiments without results on the day (no report): why, one line each
+    without_data: list[str] = field(default_factory=list)
     seconds: dict[str, float] = field(default_factory=dict)
+
+
+class ExperimentsWithoutData(InputDataError):
+    """Running experiments had no results on the day: the pipeline ran, their data are missing
+    (exit 3, input: retrying the run cannot help, the data or the registry must change). The
+    other experiments' reports are written; ``outcome`` is the day's."""
+
+    def __init__(self, message: str, outcome: DayOutcome) -> None:
+        super().__init__(message)
+        self.outcome = outcome
 
 
 def check_steps(names: Collection[str]) -> None:
@@ -118,7 +130,10 @@ def run_day(
     (each step replaces its own slice of the day, so the others may run without it).
 
     Raises :class:`PartialFailure` after the last report when some reports failed (the others
-    are written), as ``quicexp report`` and the DAG's ``reports`` task do.
+    are written), as ``quicexp report`` and the DAG's ``reports`` task do; otherwise
+    :class:`ExperimentsWithoutData` when a running experiment has no results on the day (no
+    unit reached its metrics; its report is not attempted, and the message says what the data
+    carried instead, jobs.experiment_coverage).
     """
     import jobs.experiment_results
     import jobs.ingest
@@ -155,7 +170,15 @@ def run_day(
         return outcome.comparisons, "comparisons"
 
     def reports() -> tuple[int, str]:
-        for experiment in registry.running_on(day):
+        import jobs.experiment_coverage as coverage
+
+        running = registry.running_on(day)
+        with_results = coverage.experiments_with_results(spark, settings, day) if running else set()
+        for experiment in running:
+            if experiment.id not in with_results:
+                outcome.without_data.append(coverage.why_no_results(spark, settings, experiment, day))
+                log.warning("%s: %s", day, outcome.without_data[-1])
+                continue
             try:
                 outcome.reports.append(jobs.report.run(spark, settings, day, experiment.id, registry).html)
             except Exception as exc:  # one report failing must not stop the others
@@ -169,11 +192,21 @@ def run_day(
     for step in STEPS:
         if step.name not in skip:
             timed(step.name, actions[step.name])
+    _raise_failures(outcome)
+    return outcome
+
+
+def _raise_failures(outcome: DayOutcome) -> None:
+    """Failed reports: :class:`PartialFailure` (6); else experiments without results:
+    :class:`ExperimentsWithoutData` (3)."""
+    day = outcome.day
     if outcome.failed_reports:
         raise PartialFailure(
             f"{day}: {len(outcome.failed_reports)} report(s) failed: {'; '.join(outcome.failed_reports)}"
+            + "".join(f"; {why}" for why in outcome.without_data)
         )
-    return outcome
+    if outcome.without_data:
+        raise ExperimentsWithoutData(f"{day}: {' | '.join(outcome.without_data)}", outcome)
 
 
 class _Counter(logging.Handler):
