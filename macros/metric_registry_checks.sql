@@ -120,7 +120,8 @@ columns:
     experiments, compression_scheme, header_blocks, header_bytes_raw, header_bytes_compressed,
     header_hol_delay_ms, max_header_hol_ms, event_at, event_date]
   qlog_connections: [trace_id, odcid, client_id, session_id, vantage_point, platform,
-    network_type, experiments, network_condition, qlog_version, srtt_ms, srtt_median_ms,
+    network_type, experiments, network_condition, condition_rtt, condition_loss, condition_burst,
+    condition_bandwidth, qlog_version, srtt_ms, srtt_median_ms,
     min_rtt_ms, latest_rtt_ms, rtt_variance_ms, rtt_samples, cwnd_bytes, max_cwnd_bytes,
     packets_sent, packets_received, packets_lost, packets_dropped, bytes_sent, bytes_received,
     handshake_ms, duration_ms, event_at, started_at_source, event_date]

@@ -256,7 +256,7 @@ def _staging_columns(source: str) -> list[str]:
     """The output columns of models/staging/stg_telemetry__<source>.sql: its `renamed` select
     list, one column (or `expression as name`) a line."""
     sql = (REPO_ROOT / "models" / "staging" / f"stg_telemetry__{source}.sql").read_text()
-    select = re.search(r"renamed as \(\s*select(.*?)\n\s*from source", sql, re.S).group(1)
+    select = re.search(r"renamed as \(\s*select(.*?)\n\s*from (?:source|valid)", sql, re.S).group(1)
     lines = [ln.split("--")[0].strip().rstrip(",") for ln in select.splitlines()]
     return [re.split(r"\s+as\s+", ln)[-1] for ln in lines if ln]
 

@@ -4,6 +4,7 @@ benches write and the report rendered from them agree on one column list per ben
 from __future__ import annotations
 
 import csv
+import os
 
 import pytest
 
@@ -73,6 +74,8 @@ def test_the_pipeline_row_sums_the_stages_and_divides():
 
 
 def test_append_writes_the_header_once_and_refuses_another(tmp_path, monkeypatch):
+    for name in [n for n in os.environ if n.startswith("QUICEXP_SPARK__") or n == "JAVA_TOOL_OPTIONS"]:
+        monkeypatch.delenv(name)  # the test session's own Spark settings (tests/conftest.py)
     monkeypatch.setenv("QUICEXP_SPARK__GC", "g1")
     target = tmp_path / "dbt.csv"
     results.append("dbt", {"events": 10, "dbt_run_s": 1.234}, "first", to=target)
