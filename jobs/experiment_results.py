@@ -1,11 +1,16 @@
-"""gold.experiment_sufficient_stats → stats engine → gold.experiment_results, for one day.
+"""gold.experiment_sufficient_stats → stats engine → gold.experiment_results, for one day, then
+the health checks (gold.experiment_health, with the A/A placebo's tally in
+gold.experiment_placebo_tally) and the verdicts they gate (gold.experiment_decisions).
 
-Spark reads the (small) sufficient-statistics slice; the inference runs in
-``stats.engine.analyze`` on those sums only, so its cost does not grow with events.
+Spark reads the (small) sufficient-statistics and health-count slices; the inference runs in
+``stats.engine.analyze`` and ``stats.health`` on those sums and counts only, so its cost does not
+grow with events.
 """
 
 from __future__ import annotations
 
+import logging
+import time
 from datetime import date, timedelta
 from typing import TYPE_CHECKING
 
@@ -16,6 +21,8 @@ from quicexp.registry import Registry, load_registry
 if TYPE_CHECKING:
     import pandas as pd
     from pyspark.sql import SparkSession
+
+log = logging.getLogger("quicexp.results")
 
 
 def analysis_settings(registry: Registry):
@@ -76,10 +83,13 @@ def _records(frame: pd.DataFrame, columns: list[str]) -> list[tuple]:
     return [tuple(plain(v) for v in row) for row in frame[columns].itertuples(index=False)]
 
 
-def write_decisions(spark: SparkSession, settings: Settings, day: date, registry: Registry) -> int:
+def write_decisions(spark: SparkSession, settings: Settings, day: date, registry: Registry,
+                    health: pd.DataFrame | None = None) -> pd.DataFrame | None:  # fmt: skip
     """Verdicts of the window's looks (gold.experiment_decisions, with the tests behind them in
     gold.experiment_decision_tests), from every look of each experiment since it started: a
-    sequential test that passed at an earlier look stays passed. Returns the verdict count."""
+    sequential test that passed at an earlier look stays passed; a failed gate of ``health``
+    (the window's health checks) makes its look ``invalid``. Returns the window's tests (None
+    when no experiment declares its metrics)."""
     from pyspark.sql import functions as F
 
     from stats.decision import DECISION_TYPES, TEST_TYPES
@@ -87,7 +97,7 @@ def write_decisions(spark: SparkSession, settings: Settings, day: date, registry
     ds = decision_settings(registry, settings)
     source = qualified(settings.gold_schema, "experiment_results")
     if not ds.experiments or not spark.catalog.tableExists(source):
-        return 0
+        return None
     first = day - timedelta(days=settings.ingest.lookback_days)
     window = F.col("as_of_date").between(F.lit(first), F.lit(day))
     history = (
@@ -98,22 +108,86 @@ def write_decisions(spark: SparkSession, settings: Settings, day: date, registry
     )
     from stats.decision import decide as decide_looks
 
-    out = decide_looks(history, ds)
+    out = decide_looks(history, ds, health)
     verdicts = out.verdicts[out.verdicts["as_of_date"] >= first]
     tests = out.tests[out.tests["as_of_date"] >= first] if len(out.tests) else out.tests
     _write(spark, verdicts, qualified(settings.gold_schema, "experiment_decisions"),
            DECISION_TYPES, window)  # fmt: skip
     _write(spark, tests, qualified(settings.gold_schema, "experiment_decision_tests"),
            TEST_TYPES, window)  # fmt: skip
-    return len(verdicts)
+    return tests
+
+
+def _read(spark: SparkSession, name: str, where) -> pd.DataFrame | None:
+    """The rows of table ``name`` where ``where`` holds; None when the table does not exist."""
+    if not spark.catalog.tableExists(name):
+        return None
+    return spark.table(name).where(where).toPandas()
+
+
+def health_checks(spark: SparkSession, settings: Settings, day: date, registry: Registry,
+                  stats_rows: pd.DataFrame) -> pd.DataFrame:  # fmt: skip
+    """The window's health checks but ``treatment_active`` (which reads the verdicts' tests):
+    the gates from gold.experiment_health_counts and the sufficient statistics, and the A/A
+    placebo's and canary's running tallies, from the window's placebo looks and the tallies of
+    the days before it (gold.experiment_placebo_tally, whose window this replaces)."""
+    import pandas as pd
+    from pyspark.sql import functions as F
+
+    from stats import health as h
+
+    gold = settings.gold_schema
+    first = day - timedelta(days=settings.ingest.lookback_days)
+    window = F.col("as_of_date").between(F.lit(first), F.lit(day))
+    gated = h.gated_metrics(decision_settings(registry, settings).experiments)
+    hs = h.HealthSettings()
+    counts = _read(spark, qualified(gold, "experiment_health_counts"), window)
+    parts = []
+    if counts is not None and len(counts):
+        parts.append(h.gate_checks(counts, stats_rows, registry.expected_split(), gated, hs))
+    placebo = _read(spark, qualified(gold, "experiment_placebo_sufficient_stats"), window)
+    tally_table = qualified(gold, "experiment_placebo_tally")
+    if placebo is not None:
+        from stats.engine import analyze_table
+
+        tally = pd.DataFrame(columns=h.TALLY_COLUMNS)
+        if len(placebo):
+            factor = float(placebo["canary_factor"].max())
+            res = analyze_table(h.placebo_input(placebo), analysis_settings(registry)).results
+            tally = h.placebo_tally(res, factor, hs.placebo_alpha)
+            tally["as_of_date"] = tally["as_of_date"].dt.date
+        _write(spark, tally, tally_table, h.TALLY_TYPES, window)
+    if spark.catalog.tableExists(tally_table):
+        history = _read(spark, tally_table, F.col("as_of_date") <= F.lit(day))
+        dates = sorted(set(pd.to_datetime(history["as_of_date"])) & set(pd.date_range(first, day)))
+        parts.append(h.placebo_checks(history, dates, hs))
+    parts = [p for p in parts if len(p)]
+    return pd.concat(parts, ignore_index=True) if parts else h.empty()
+
+
+def write_health(spark: SparkSession, settings: Settings, day: date,
+                 health: pd.DataFrame) -> None:  # fmt: skip
+    """Replace the window of gold.experiment_health with ``health``."""
+    from pyspark.sql import functions as F
+
+    from stats.health import HEALTH_TYPES
+
+    first = day - timedelta(days=settings.ingest.lookback_days)
+    window = F.col("as_of_date").between(F.lit(first), F.lit(day))
+    frame = health.assign(as_of_date=health["as_of_date"].map(lambda d: d.date() if hasattr(d, "date") else d))
+    _write(spark, frame, qualified(settings.gold_schema, "experiment_health"), HEALTH_TYPES, window)
 
 
 def run(
     spark: SparkSession, settings: Settings, day: date, registry: Registry | None = None
 ) -> int:
-    """Recompute results for every as-of date the run may have changed, and the verdicts of
-    the experiments that declare their metrics; returns the results' row count."""
+    """Recompute results for every as-of date the run may have changed, the health checks of
+    those dates and the verdicts of the experiments that declare their metrics; returns the
+    results' row count."""
+    import pandas as pd
     from pyspark.sql import functions as F
+
+    from stats.health import treatment_active_checks
 
     registry = registry or load_registry(settings.registry_file)
     first = day - timedelta(days=settings.ingest.lookback_days)
@@ -121,7 +195,8 @@ def run(
     source = spark.table(qualified(settings.gold_schema, "experiment_sufficient_stats")).where(
         window
     )
-    results = compute(source.toPandas(), registry)
+    stats_rows = source.toPandas()
+    results = compute(stats_rows, registry)
     ensure_schema(spark, settings.gold_schema)
     target = qualified(settings.gold_schema, "experiment_results")
     frame = spark.createDataFrame(results) if len(results) else None
@@ -134,5 +209,16 @@ def run(
     else:
         _add_new_columns(spark, target, frame)
     replace_where(frame, target, window)
-    write_decisions(spark, settings, day, registry)
+    started = time.monotonic()
+    health = health_checks(spark, settings, day, registry, stats_rows)
+    seconds = time.monotonic() - started
+    tests = write_decisions(spark, settings, day, registry, health)
+    started = time.monotonic()
+    active = treatment_active_checks(tests)
+    if len(active):
+        health = pd.concat([health, active], ignore_index=True) if len(health) else active
+    write_health(spark, settings, day, health)
+    seconds += time.monotonic() - started
+    failed = int(((health["passed"] == False) & health["is_gate"].astype(bool)).sum())  # noqa: E712
+    log.info("%s health: %d checks, %d failed gates, %.1f s", day, len(health), failed, seconds)
     return len(results)

@@ -17,6 +17,13 @@ match configured ones):
 
 Upload delays of clean events are log-normal (median 2 minutes), so some events near midnight
 are uploaded the next day, as in real fleets.
+
+An experiment's own faults (:class:`~simulation.scenario.ExperimentFaults`) break its data the way
+fleets do, for the health checks (docs/stats.md, "Health checks"): :func:`assignment_faults`
+changes who is in which arm (an assignment that follows the network; clients that switch arms),
+:func:`event_mask` which events arrive (one arm's uploads lost; one arm's worst-network clients
+no longer reporting some kinds). Both are functions of the client and the day only, so a client
+is hit the same way in every kind and every run.
 """
 
 from __future__ import annotations
@@ -26,7 +33,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from quicexp.telemetry import fields
-from simulation.scenario import Faults
+from simulation.hashing import hash2, str_key
+from simulation.scenario import Faults, Scenario
 
 DAY_MS = 86_400_000
 COMMON_PROTECTED = ("event_id", "event_type", "schema_version", "upload_time")
@@ -103,3 +111,66 @@ def malformed_lines(rng: np.random.Generator, sample_lines: list[bytes], k: int)
             junk = bytes(rng.integers(1, 256, size=int(rng.integers(8, 64)), dtype=np.uint8)).replace(b"\n", b" ")
             out.append(b"\x1f\x8b" + junk + b"\n")  # a gzip header where JSON should start
     return out
+
+
+def network_badness(network: dict[str, np.ndarray]) -> np.ndarray:
+    """How bad each client's network is: base RTT x (1 + 100 x loss rate) (a 1% loss weighs like
+    doubling the RTT)."""
+    return network["rtt_ms"] * (1.0 + 100.0 * network["loss"])
+
+
+def _uniform(client_u64: np.ndarray, experiment_id: str, purpose: str) -> np.ndarray:
+    """A uniform [0, 1) per client, fixed for the experiment and the purpose."""
+    return hash2(client_u64, str_key("quicexp-fault", experiment_id, purpose)) / np.float64(2**64)
+
+
+def _worst(badness: np.ndarray, members: np.ndarray, share: float) -> np.ndarray:
+    """The ``share`` of ``members`` (indices) with the worst networks."""
+    k = round(share * len(members))
+    return members[np.argsort(-badness[members], kind="stable")[:k]]
+
+
+def assignment_faults(scenario: Scenario, client_u64: np.ndarray, network: dict[str, np.ndarray],
+                      arms: np.ndarray, day: int) -> np.ndarray:  # fmt: skip
+    """``arms`` (experiments x clients, -1 = not enrolled) after each experiment's assignment
+    faults on ``day``: ``assignment_bias`` swaps the faulty arm's best-network clients with as
+    many of the other arms' worst (every day the same clients, so the split stays as configured
+    and the arms differ before the experiment); ``arm_switches`` moves a share of the enrolled
+    clients to the next arm from the experiment's second day."""
+    out = arms.copy()
+    badness = network_badness(network)
+    for i, exp in enumerate(scenario.experiments):
+        f = exp.faults
+        if day < exp.start_day:
+            continue
+        if f.assignment_bias > 0:
+            members = np.flatnonzero(out[i] == exp.fault_arm)
+            others = np.flatnonzero((out[i] >= 0) & (out[i] != exp.fault_arm))
+            k = min(round(f.assignment_bias * len(members)), len(others))
+            best = members[np.argsort(badness[members], kind="stable")[:k]]
+            worst = _worst(badness, others, 1.0)[:k]
+            out[i][best], out[i][worst] = out[i][worst], exp.fault_arm
+        if f.arm_switches > 0 and day > exp.start_day:
+            switch = (out[i] >= 0) & (_uniform(client_u64, exp.id, "switch") < f.arm_switches)
+            out[i][switch] = (out[i][switch] + 1) % len(exp.arms)
+    return out
+
+
+def event_mask(scenario: Scenario, client_u64: np.ndarray, network: dict[str, np.ndarray],
+               arms: np.ndarray, day: int, kind: str, client: np.ndarray) -> np.ndarray | None:  # fmt: skip
+    """Which events of ``kind`` (their clients: ``client``, block indices) arrive on ``day``, or
+    None when all do: ``dropped_uploads`` loses every event of a share of the faulty arm's
+    clients, ``missing_telemetry`` the events of ``missing_kinds`` of its worst-network share."""
+    lost = np.zeros(len(client_u64), dtype=bool)
+    badness = None
+    for i, exp in enumerate(scenario.experiments):
+        f = exp.faults
+        if day < exp.start_day or not (f.dropped_uploads or f.missing_telemetry):
+            continue
+        in_arm = arms[i] == exp.fault_arm
+        if f.dropped_uploads > 0:
+            lost |= in_arm & (_uniform(client_u64, exp.id, "drop") < f.dropped_uploads)
+        if f.missing_telemetry > 0 and kind in f.missing_kinds:
+            badness = network_badness(network) if badness is None else badness
+            lost[_worst(badness, np.flatnonzero(in_arm), f.missing_telemetry)] = True
+    return ~lost[client] if lost.any() else None

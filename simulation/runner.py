@@ -27,7 +27,7 @@ from simulation.apps.pages import page_events
 from simulation.apps.search import search_events
 from simulation.apps.video import video_events
 from simulation.events import BlockContext, build_table, concat_batches
-from simulation.faults import malformed_lines, plan_faults
+from simulation.faults import assignment_faults, event_mask, malformed_lines, plan_faults
 from simulation.hashing import hash2, str_key
 from simulation.population import block_count, make_block
 from simulation.scenario import APPS, Scenario, ScenarioError, load_scenario
@@ -70,7 +70,7 @@ def generate_block(
         (scenario.population.rtt_factor, scenario.population.bandwidth_factor, scenario.population.loss_factor),
         scenario.population.network_shares,
     )
-    arms = arm_matrix(scenario, pop.client_u64, day)
+    arms = assignment_faults(scenario, pop.client_u64, pop.network, arm_matrix(scenario, pop.client_u64, day), day)
     for exp_id, arm_name in (force_arms or {}).items():
         i = next(i for i, e in enumerate(scenario.experiments) if e.id == exp_id)
         arms[i][arms[i] >= 0] = [a.name for a in scenario.experiments[i].arms].index(arm_name)
@@ -94,7 +94,12 @@ def generate_block(
         if app == "browser" and wl.page.pages_per_session > 0:
             for kind, batch in page_events(_rng(scenario, day, block, 20), sess, idx, pop, tp, wl.page).items():
                 out[kind].append(batch)
-    return ctx, {k: concat_batches(v) for k, v in out.items() if sum(len(b) for b in v)}
+    batches = {k: concat_batches(v) for k, v in out.items() if sum(len(b) for b in v)}
+    for kind, batch in list(batches.items()):
+        keep = event_mask(scenario, pop.client_u64, pop.network, arms, day, kind, sess.client[batch.session])
+        if keep is not None:
+            batches[kind] = batch.subset(keep)
+    return ctx, {k: b for k, b in batches.items() if len(b)}
 
 
 def _sim_date(scenario: Scenario, day: int) -> str:

@@ -74,12 +74,47 @@ class Arm(_Strict):
     transport: TransportOverrides = TransportOverrides()
 
 
+class ExperimentFaults(_Strict):
+    """Broken experiment data on purpose, so the health checks are tested where they must fire
+    (docs/stats.md, "Health checks"; :mod:`simulation.faults`). Shares are of the faulty arm's
+    enrolled clients (``arm``; default: the experiment's second arm, its first treatment); a
+    client's network is worse the higher its base RTT times (1 + 100 x its loss rate)."""
+
+    arm: str | None = None
+    dropped_uploads: float = Field(
+        0.0, ge=0, le=1, description="share of the arm's clients none of whose uploads arrive once enrolled (sample ratio mismatch)"
+    )
+    arm_switches: float = Field(
+        0.0, ge=0, le=1, description="share of the enrolled clients reported in the next arm from the experiment's second day (crossover)"
+    )
+    missing_telemetry: float = Field(
+        0.0, ge=0, le=1,
+        description="share of the arm's clients, its worst networks, whose events of missing_kinds stop arriving once enrolled while their other events still do (differential missingness)",
+    )  # fmt: skip
+    missing_kinds: tuple[str, ...] = ("http_transactions", "video_playbacks")
+    assignment_bias: float = Field(
+        0.0, ge=0, le=1,
+        description="share of the arm's clients, its best networks, swapped with as many of the other arms' worst-network clients: the arms differ before the experiment, at the configured split (pre-period imbalance)",
+    )  # fmt: skip
+
+    @field_validator("missing_kinds")
+    @classmethod
+    def _kinds(cls, kinds: tuple[str, ...]) -> tuple[str, ...]:
+        from quicexp.telemetry import EVENT_KINDS
+
+        unknown = [k for k in kinds if k not in EVENT_KINDS]
+        if unknown:
+            raise ValueError(f"unknown event kind {unknown[0]!r}; the kinds are {', '.join(EVENT_KINDS)}")
+        return kinds
+
+
 class Experiment(_Strict):
     id: str = Field(min_length=1, max_length=128, pattern=ID_PATTERN)
     salt: str = ""
     enrolled_fraction: float = Field(1.0, gt=0, le=1)
     start_day: int = Field(0, ge=0, description="days after the scenario start before enrolment (pre-period)")
     arms: list[Arm] = Field(min_length=2)
+    faults: ExperimentFaults = ExperimentFaults()
 
     @field_validator("arms")
     @classmethod
@@ -88,6 +123,18 @@ class Experiment(_Strict):
         if len(set(names)) != len(names):
             raise ValueError(f"arm names must be unique, got {names}")
         return arms
+
+    @model_validator(mode="after")
+    def _fault_arm(self) -> Experiment:
+        if self.faults.arm is not None and self.faults.arm not in [a.name for a in self.arms]:
+            raise ValueError(f"faults.arm {self.faults.arm!r} is not an arm of experiment {self.id}")
+        return self
+
+    @property
+    def fault_arm(self) -> int:
+        """Index of the arm the experiment's faults hit."""
+        names = [a.name for a in self.arms]
+        return names.index(self.faults.arm) if self.faults.arm is not None else 1
 
 
 class Population(_Strict):

@@ -82,6 +82,9 @@ class HealthSettings(BaseModel):
         placebo_check_alpha: threshold of the tests that a running tally is off its band.
         min_clusters: with fewer independent clusters the design effect is not estimated but
             taken at its largest (every cluster one trial).
+        balance_min_units: a metric's balance is tested when each arm has at least this many
+            effective units with a pre-period value (Kish's (sum c)^2 / sum c^2): a covariate
+            only a few units have is no covariate (no row).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -94,6 +97,7 @@ class HealthSettings(BaseModel):
     placebo_alpha: float = Field(0.05, gt=0.0, lt=0.5)
     placebo_check_alpha: float = Field(0.001, gt=0.0, lt=1.0)
     min_clusters: int = Field(5, ge=2)
+    balance_min_units: float = Field(10.0, ge=2.0)
 
 
 def empty() -> pd.DataFrame:
@@ -240,6 +244,8 @@ def balance_checks(stats: pd.DataFrame, gated: dict[str, set[str]],
     statistic sum_a (m_a - m_w)^2 / V_a, m_w the inverse-variance weighted mean, chi-square with
     arms - 1 df (for two arms the square of the Welch z). ``statistic`` is the standardised mean
     difference (m_t - m_c) / sqrt((s_t^2 + s_c^2) / 2) of the treatment arm farthest from control.
+    Metrics whose covariate is missing in an arm, constant, or held by fewer than
+    ``balance_min_units`` effective units of an arm have no row.
     """
     rows = stats[(stats["segment_type"] == "overall") & stats["metric_kind"].isin(
         ["mean", "proportion", "ratio"]) & stats["sum_c"].notna()].copy()  # fmt: skip
@@ -256,8 +262,11 @@ def balance_checks(stats: pd.DataFrame, gated: dict[str, set[str]],
         "w"
     ].transform("sum")
     rows["term"] = rows["w"] * (rows["m"] - mw) ** 2
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rows["kish"] = rows["sum_c"] ** 2 / rows["sum_c2"]
     out = g.agg(chi2=("term", lambda t: t.sum(min_count=1)), arms=("arm", "count"),
-                bad=("w", lambda w: (~np.isfinite(w)).any())).reset_index()  # fmt: skip
+                bad=("w", lambda w: (~np.isfinite(w)).any()),
+                kish=("kish", "min")).reset_index()  # fmt: skip
     out["p_value"] = np.where(out["bad"] | (out["arms"] < 2), np.nan,
                               sps.chi2.sf(out["chi2"], np.maximum(out["arms"] - 1, 1)))  # fmt: skip
     control = rows[rows["is_control"].astype(bool)].set_index(key)
@@ -278,6 +287,7 @@ def balance_checks(stats: pd.DataFrame, gated: dict[str, set[str]],
     out["treatment_arm"] = out["arm"]
     out["detail"] = [f"pre-period {_g(c)} (control) vs {_g(t)} ({a})" if isinstance(a, str) else ""
                      for c, t, a in zip(out["m_c"], out["m"], out["arm"], strict=True)]  # fmt: skip
+    out = out[out["p_value"].notna() & (out["kish"] >= s.balance_min_units)]
     return _gate_by_family(out, gated, s.balance_alpha, "pre_period_balance")
 
 
@@ -285,6 +295,7 @@ def _gate_by_family(out: pd.DataFrame, gated: dict[str, set[str]], alpha: float,
                     check: str) -> pd.DataFrame:  # fmt: skip
     """Thresholds: alpha / (gated metrics tested that day) for the gated metrics, alpha (a
     warning) for the others."""
+    out = out.reset_index(drop=True)
     is_gate = np.array([m in gated.get(e, set()) for e, m in
                         zip(out["experiment_id"], out["metric"], strict=True)], bool)  # fmt: skip
     tested = out["p_value"].notna().to_numpy() & is_gate

@@ -38,9 +38,9 @@ FHOL = "fhol_2026_06"
 NAMESPACE = "e2e"
 
 
-def _experiment(exp_id: str, title: str, arms: list[str]) -> Experiment:
+def _experiment(exp_id: str, title: str, arms: list[str], metrics: dict | None = None) -> Experiment:
     share = 1 / len(arms)
-    return Experiment(id=exp_id, title=title, start_date=START,
+    return Experiment(id=exp_id, title=title, start_date=START, metrics=metrics,
                       arms=[Arm(name=a, share=share, is_control=i == 0) for i, a in enumerate(arms)])  # fmt: skip
 
 
@@ -66,7 +66,9 @@ def mixed_registry() -> Registry:
     return Registry(experiments=[
         load_registry(REPO_ROOT / "registry" / "experiments.yml").get(FHOL),
         _experiment("report_aa", "A/A: the same transport in both arms", ["control", "same"]),
-        _experiment("report_srm", "Forced sample ratio mismatch", ["control", "treatment"]),
+        # declares a success metric, so that its failed sample-ratio gate shows in a verdict
+        _experiment("report_srm", "Forced sample ratio mismatch", ["control", "treatment"],
+                    {"success": [{"metric": "request_latency", "minimum_effect": 0.01}]}),
         _experiment("report_mp", "Multipath QUIC with re-injection vs single path", ["single_path", "reinjection"]),
     ])  # fmt: skip
 

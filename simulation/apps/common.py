@@ -26,6 +26,12 @@ class EventBatch:
     def __len__(self) -> int:
         return len(self.session)
 
+    def subset(self, keep: np.ndarray) -> EventBatch:
+        """The events where ``keep`` (a boolean mask) is true."""
+        return EventBatch(self.kind, self.session[keep], self.t_ms[keep],
+                          {k: v[keep] for k, v in self.cols.items()},
+                          {k: m[keep] for k, m in self.nulls.items()})  # fmt: skip
+
 
 def ragged_index(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """For groups with ``counts`` members: (group of each member, position within its group)."""

@@ -41,9 +41,10 @@ def ts_minus_minute(text: str) -> str:
 
 def test_a_bronze_table_made_before_a_field_existed_gets_the_field(ingest_spark, lake):
     """A lake from before page_size_class: the ingest adds the column, nullable, and loads."""
+    from pyspark.sql.types import StructType
+
     from jobs.delta_io import ensure_schema, ensure_table, qualified
     from jobs.ingest.tables import BRONZE_PARTITIONS, bronze_struct
-    from pyspark.sql.types import StructType
 
     settings = lake("ingest_new_field")
     kind = "page_loads"

@@ -17,6 +17,7 @@ TABLES = [
     ("gold", "experiment_sufficient_stats"),
     ("gold", "metric_values_to_date"),
     ("gold", "metric_values_daily"),
+    ("gold", "experiment_health_counts"),
 ]
 
 

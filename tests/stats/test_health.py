@@ -134,6 +134,13 @@ def test_balance_of_three_arms_is_one_chi_square_with_two_df(rng):
     assert out["treatment_arm"] == "t2" and not out["passed"]
 
 
+def test_a_covariate_few_units_have_is_no_covariate(rng):
+    sparse = np.zeros(2000)
+    sparse[:3] = rng.gamma(2.0, 50.0, 3)  # three units with a pre-period (clock-skewed uploads)
+    rows = stats_rows("lat", "mean", {"control": {"c": sparse}, "treatment": {"c": rng.permutation(sparse)}})
+    assert balance_checks(rows, {"e": {"lat"}}, S).empty
+
+
 def _completeness(observed: dict[str, int], assigned: dict[str, int], gated=None, metric="lat"):
     st = pd.DataFrame([{"experiment_id": "e", "metric": metric, "metric_kind": "ratio",
                         "segment_type": "overall", "segment_value": "all", "arm": a,
