@@ -93,6 +93,7 @@ class Card:
     axis_unit: str
     threshold_text: str
     interval_text: str
+    #: False while no test of the metric counts yet (too few events in an arm)
     informative: bool
 
     @property
@@ -283,8 +284,6 @@ def _card(metric: str, rows: pd.DataFrame, arm: str, minimum_effects: Mapping[st
         thr = float(by["non_inferiority"].threshold)
     status = _status(role, {t: bool(r.passed) for t, r in by.items()}, est)
     words, tone = STATUS_TEXT[status]
-    if not informative and status in ("not_shown", "not_active"):
-        words += " (too few events)"
     key = metric if q is None else f"{metric}@p{q * 100:g}"
     minimum = minimum_effects.get(key) if role == "success" and not absolute else None
     control, treatment = arm_values(r0["value_control"], r0["value_treatment"], disp)
@@ -304,7 +303,7 @@ def _card(metric: str, rows: pd.DataFrame, arm: str, minimum_effects: Mapping[st
         absolute=absolute, better_higher=higher, axis_unit=axis_unit,
         threshold_text=_axis_text(thr * scale, axis_unit) if role == "guardrail" else "0",
         interval_text=_interval_text(low, high, axis_unit, decimals if absolute else None),
-        informative=informative,
+        informative=informative or status == "no_result",
     )  # fmt: skip
 
 

@@ -82,6 +82,10 @@ class Health:
             return "failed: " + ", ".join(c.full_label for c in self.failed_gates)
         if self.warnings:
             return "gates passed; warnings: " + ", ".join(c.full_label for c in self.warnings)
+        unknown = [c for c in self.checks if c.state == "unknown"]
+        if unknown:
+            names = ", ".join(dict.fromkeys(c.label for c in unknown))
+            return f"every computable check passed ({names}: not computable yet)"
         return "every check passed" if self.checks else "no checks available"
 
     @property
