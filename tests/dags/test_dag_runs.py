@@ -10,8 +10,13 @@ in-process by the same job functions the DAG's tasks call) is the lake they run 
   re-run after it did its work, and every bronze and gold table must be unchanged (results and
   reports rewritten, a new Delta version; the old day's report re-rendered). The ``plan`` task
   fails once (tests/dags/flaky_quicexp.sh) and is retried by Airflow;
-- a day without landing data, a manual run queued on the same scheduler: its sensor fails after
-  its (short) timeout, no task after it starts, nothing is written.
+- a day without landing data, run the way `make airflow-day` runs a day (`scripts/airflow.sh day`,
+  before the back-fill, while the DAG is paused): its sensor fails after its (short) timeout, no
+  task after it starts, nothing is written; the run is named after its day and the api-server
+  serves its task logs (no "Could not read served logs");
+- the task logs, read through the REST API as the UI reads them: the back-fill's dbt_build log has
+  a line per model start and result and dbt's summary, each line with one timestamp (Airflow's),
+  no padding, no colour codes, and no log holds the admin password.
 
 The small lake's gold tables as of each of its days stay readable by Delta time travel (the
 cluster test compares with its first day). Back-fill order across several days is the DAG's
@@ -23,6 +28,7 @@ the in-process days do not.
 from __future__ import annotations
 
 import json
+import re
 import stat
 import subprocess
 import time
@@ -47,7 +53,10 @@ pytestmark = pytest.mark.e2e
 GOLD_TABLES = {"experiment_sufficient_stats", "experiment_results", "experiment_reports"}
 #: a day without landing data in the small lake's landing zone (its late uploads end days earlier)
 EMPTY_DAY = "2026-07-25"
-EMPTY_RUN_ID = "test_empty_landing"
+#: what `make airflow-day` names the run of EMPTY_DAY (dags/quicexp_airflow/day.py)
+EMPTY_RUN_ID = f"manual__{EMPTY_DAY}T00:00:00+00:00"
+#: a clock time: a task log line's own timestamp is Airflow's, the message must not carry another
+CLOCK = re.compile(r"\d\d:\d\d:\d\d")
 
 
 def _delta_version(spark, table: str) -> int:
@@ -104,18 +113,18 @@ class AirflowApi:
         found = self.get(f"dags/{dag_id}/dagRuns/{run_id}/taskInstances", limit=100).json()
         return {t["task_id"]: t["state"] for t in found["task_instances"]}
 
-    def trigger(self, dag_id: str, run_id: str, day: str, attempts: int = 5) -> None:
-        """A manual run of logical day ``day`` (queued while the DAG is paused). SQLite may refuse
-        the write while the scheduler writes (see _create_backfill): tried again."""
-        body = {"dag_run_id": run_id, "logical_date": f"{day}T00:00:00Z"}
-        for _ in range(attempts):
-            made = self.session.post(f"{self.base}/api/v2/dags/{dag_id}/dagRuns", json=body, timeout=60)
-            if made.status_code == 200:
-                return
-            if made.status_code == 409:  # an earlier attempt did write it
-                return
-            time.sleep(10)
-        raise AssertionError(f"could not trigger {dag_id} for {day}: {made.status_code} {made.text[-2000:]}")
+    def task_log(self, dag_id: str, run_id: str, task_id: str) -> dict:
+        """The last try's log as the UI reads it: ``{"events": [...], "sources": [...]}`` (each event
+        a dict with its timestamp, level, logger and message; the sources the api-server read)."""
+        task = f"dags/{dag_id}/dagRuns/{run_id}/taskInstances/{task_id}"
+        tries = self.get(task).json()["try_number"]
+        found = self.get(f"{task}/logs/{tries}", full_content="true")
+        assert found.status_code == 200, found.text[-2000:]
+        content = found.json()["content"]
+        sources = [s for entry in content for s in entry.get("sources") or []]
+        return {"events": [e for e in content if not str(e.get("event", "")).startswith("::")],
+                "sources": sources}  # fmt: skip
+
 
 
 def _create_backfill(env: dict, day: str, attempts: int = 5) -> None:
@@ -141,8 +150,9 @@ def _create_backfill(env: dict, day: str, attempts: int = 5) -> None:
 @pytest.fixture(scope="module")
 def backfilled(airflow_env, small_lake, spark, tmp_path_factory):
     """The small lake's first day back-filled by a real scheduler after its second (its ``plan``
-    task failing once), beside a manual run of a day without landing data; every bronze and gold
-    table of the lake before and after. The snapshots before are taken while Airflow starts."""
+    task failing once), after a `make airflow-day` run of a day without landing data; every bronze
+    and gold table of the lake before and after, and the task logs the api-server serves. The
+    snapshots before are taken while Airflow starts."""
     settings = small_lake.settings
     first = small_lake.days[0].isoformat()
     work = tmp_path_factory.mktemp("dags-bf")
@@ -164,21 +174,28 @@ def backfilled(airflow_env, small_lake, spark, tmp_path_factory):
         assert starting.wait(timeout=900) == 0, start_log.read_text()[-3000:]
         api = AirflowApi(env)
         dag = api.wait_for_dag(DAG_ID)
-        _create_backfill(env, first)
-        api.trigger(DAG_ID, EMPTY_RUN_ID, EMPTY_DAY)
-        assert _airflow(env, "dags", "unpause", DAG_ID).returncode == 0
         began = time.monotonic()
-        deadline = began + 3000
-        ended = ("success", "failed")
+        # `make airflow-day` while the DAG is paused (it refuses an unpaused DAG beside a scheduler)
+        # pokes 6 s apart, more than a poke's process takes to exit (dags/quicexp_airflow/day.py)
+        by_hand = subprocess.run(["bash", str(AIRFLOW_SCRIPT), "day", EMPTY_DAY],
+                                 env={**env, "QUICEXP_AIRFLOW_POKE_INTERVAL": "6"},
+                                 capture_output=True, text=True, timeout=900)  # fmt: skip
+        print(f"airflow-day of a day without landing data: {time.monotonic() - began:.0f}s")
+        _create_backfill(env, first)
+        assert _airflow(env, "dags", "unpause", DAG_ID).returncode == 0
+        deadline = time.monotonic() + 3000
         while time.monotonic() < deadline:
             runs = api.backfill_runs(DAG_ID)
-            if (runs and all(r["state"] in ended for r in runs)
-                    and api.run_state(DAG_ID, EMPTY_RUN_ID) in ended):
+            if runs and all(r["state"] in ("success", "failed") for r in runs):
                 break
             time.sleep(10)
-        states = {r["logical_date"][:10]: r["state"] for r in api.backfill_runs(DAG_ID)}
+        runs = api.backfill_runs(DAG_ID)
+        states = {r["logical_date"][:10]: r["state"] for r in runs}
         empty = SimpleNamespace(state=api.run_state(DAG_ID, EMPTY_RUN_ID),
-                                tasks=api.task_states(DAG_ID, EMPTY_RUN_ID))
+                                tasks=api.task_states(DAG_ID, EMPTY_RUN_ID), console=by_hand,
+                                logs={t: api.task_log(DAG_ID, EMPTY_RUN_ID, t) for t in ("plan", "wait_for_landing")})
+        backfill_run = next((r["dag_run_id"] for r in runs if r["logical_date"][:10] == first), None)
+        logs = {t: api.task_log(DAG_ID, backfill_run, t) for t in ("plan", "ingest", "dbt_build")} if backfill_run else {}
         print(f"back-fill: {states}, empty day {empty.state}, in {time.monotonic() - began:.0f}s")
     finally:
         if starting.poll() is None:
@@ -187,8 +204,10 @@ def backfilled(airflow_env, small_lake, spark, tmp_path_factory):
             ["bash", str(AIRFLOW_SCRIPT), "stop"], env=env, capture_output=True, text=True, timeout=300
         )  # fmt: skip
     after = {s: table_snapshots(spark, s) for s in schemas}
+    password = json.loads(Path(env["AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE"]).read_text())["admin"]
     return SimpleNamespace(settings=settings, env=env, first=first, dag=dag, states=states, flag=flag,
-                           empty=empty, before=before, after=after, results_version=results_version)  # fmt: skip
+                           empty=empty, before=before, after=after, results_version=results_version,
+                           logs=logs, start_output=start_log.read_text(), password=password)  # fmt: skip
 
 
 def test_day_without_landing_data_fails_the_sensor_and_writes_nothing(backfilled, small_lake, spark):
@@ -220,6 +239,58 @@ def test_day_without_landing_data_fails_the_sensor_and_writes_nothing(backfilled
         assert spark.table(table).where(f"{column} = date'{EMPTY_DAY}'").count() == 0, table
     assert not (settings.reports_dir / "_published" / f"{EMPTY_DAY}.json").exists()
     assert not (landing / f"upload_date={EMPTY_DAY}").exists()
+
+
+def test_airflow_day_names_the_run_after_its_day_and_shows_its_task_logs(backfilled):
+    """`make airflow-day`: the run is named after the day it processed, its tasks' log lines are
+    printed as they run (Airflow's own chatter goes to a file), and the api-server serves every task
+    log from the file the task wrote (the UI said "Could not read served logs" for such runs)."""
+    console = backfilled.empty.console
+    assert console.returncode == 1, console.stderr[-3000:]  # the day failed: no landing data
+    out = console.stdout.splitlines()
+    assert out[0].startswith(f"airflow-day: quicexp_daily for {EMPTY_DAY} as run {EMPTY_RUN_ID}"), out[:3]
+    assert out[-1].startswith(f"airflow-day: run {EMPTY_RUN_ID}: failed"), out[-3:]
+    assert any(re.match(r"\d\d:\d\d:\d\d plan INFO plan for " + EMPTY_DAY, line) for line in out), out
+    assert any(re.match(r"\d\d:\d\d:\d\d wait_for_landing ", line) for line in out), out
+    assert not [line for line in out if "No tasks to run" in line or "[info" in line], out
+    for task, log in backfilled.empty.logs.items():
+        assert log["events"], task
+        assert not [s for s in log["sources"] if "Could not read served logs" in s], log["sources"]
+        assert any(f"run_id={EMPTY_RUN_ID}" in s for s in log["sources"]), log["sources"]
+    assert any(e["event"].startswith(f"plan for {EMPTY_DAY}") for e in backfilled.empty.logs["plan"]["events"])
+
+
+def test_the_dbt_task_log_shows_every_model_and_the_summary_plainly(backfilled):
+    """The on-call's view of dbt_build as the UI reads it: a START and an OK line per model as
+    dbt runs them, a line per data test, dbt's summary; one timestamp per line (Airflow's), no
+    padding, no colour codes."""
+    events = backfilled.logs["dbt_build"]["events"]
+    ours = [e for e in events if e.get("logger") == "quicexp_airflow.pipeline"]
+    lines = [e["event"] for e in ours]
+    started = [m[1] for line in lines if (m := re.fullmatch(r"quicexp\.dbt: \d+/\d+ START sql \w+ model (\S+)", line))]
+    built = [m[1] for line in lines if (m := re.fullmatch(r"quicexp\.dbt: \d+/\d+ OK sql \w+ model (\S+) in \d+\.\ds", line))]
+    assert len(started) >= 10 and sorted(started) == sorted(built), lines
+    assert any(re.fullmatch(r"quicexp\.dbt: \d+/\d+ PASS test \w+ in \d+\.\ds", line) for line in lines), lines
+    finished = [i for i, line in enumerate(lines) if line.startswith("quicexp.dbt: Finished running ")]
+    done = [i for i, line in enumerate(lines) if re.match(r"quicexp\.dbt: Done\. PASS=\d+ WARN=0 ERROR=0 SKIP=0 ", line)]
+    assert finished and done, lines
+    last_model = max(i for i, line in enumerate(lines) if " OK sql " in line)
+    assert last_model < finished[0] < done[0], lines
+    for event in ours:
+        text = event["event"]
+        assert not CLOCK.search(text) and text == text.strip() and "\x1b" not in text, repr(text)
+    assert {e["level"] for e in ours} <= {"info", "warning"}, {e["level"] for e in ours}
+
+
+def test_no_password_on_the_console_or_in_a_task_log(backfilled):
+    password, start = backfilled.password, backfilled.start_output
+    assert password not in start
+    assert f"password in {backfilled.env['AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE']}" in start
+    assert password not in backfilled.empty.console.stdout + backfilled.empty.console.stderr
+    for logs in (backfilled.logs, backfilled.empty.logs):
+        for task, log in logs.items():
+            text = json.dumps(log, ensure_ascii=False)
+            assert password not in text and "\x1b" not in text, task
 
 
 def test_backfill_runs_the_day_and_retries_the_injected_failure(backfilled):
