@@ -20,29 +20,6 @@
 {%- endmacro %}
 
 
-{#- The moment sums of the sufficient-statistics marts (stats/schema.py) over unit rows with
-    columns y, x, c, d, n_events and pre_n_events (docs/stats.md, "Input table"). -#}
-{% macro moment_sums() -%}
-    count(*) as n_units,
-    sum(y) as sum_y,
-    sum(y * y) as sum_y2,
-    sum(x) as sum_x,
-    sum(x * x) as sum_x2,
-    sum(x * y) as sum_xy,
-    sum(pre_n_events) > 0 as has_pre_period,
-    sum(c) as sum_c,
-    sum(c * c) as sum_c2,
-    sum(y * c) as sum_yc,
-    sum(d) as sum_d,
-    sum(d * d) as sum_d2,
-    sum(c * d) as sum_cd,
-    sum(y * d) as sum_yd,
-    sum(x * c) as sum_xc,
-    sum(x * d) as sum_xd,
-    cast(sum(n_events) as double) as n_events
-{%- endmacro %}
-
-
 {#- The looks the placebo mart forms: the run day's only when incremental (a placebo checks the
     day's estimators on the day's data; a later day's run does not redo it for late uploads, which
     would cost the whole window again), every look on a full refresh. -#}

@@ -253,31 +253,7 @@ final as (
         statistics.as_of_date,
         statistics.placebo_split,
         case when statistics.arm = 'b_canary' then {{ canary_factor() }} else 1.0 end as canary_factor,
-        statistics.n_units,
-        statistics.sum_y,
-        statistics.sum_y2,
-        statistics.sum_x,
-        statistics.sum_x2,
-        statistics.sum_xy,
-        statistics.sum_c,
-        statistics.sum_c2,
-        statistics.sum_yc,
-        statistics.sum_d,
-        statistics.sum_d2,
-        statistics.sum_cd,
-        statistics.sum_yd,
-        statistics.sum_xc,
-        statistics.sum_xd,
-        statistics.quantile_p,
-        statistics.quantile_value,
-        statistics.n_events,
-        statistics.sum_s,
-        statistics.sum_s2,
-        statistics.sum_n,
-        statistics.sum_n2,
-        statistics.sum_sn,
-        statistics.grid_p,
-        statistics.grid_value
+        {{ sufficient_stat_columns('statistics') }}
     from statistics
     inner join registry
         on statistics.metric = registry.metric

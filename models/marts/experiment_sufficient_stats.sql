@@ -70,23 +70,7 @@ moments as (
         segment_value,
         arm,
         as_of_date,
-        count(*) as n_units,
-        sum(y) as sum_y,
-        sum(y * y) as sum_y2,
-        sum(x) as sum_x,
-        sum(x * x) as sum_x2,
-        sum(x * y) as sum_xy,
-        sum(pre_n_events) > 0 as has_pre_period,
-        sum(c) as sum_c,
-        sum(c * c) as sum_c2,
-        sum(y * c) as sum_yc,
-        sum(d) as sum_d,
-        sum(d * d) as sum_d2,
-        sum(c * d) as sum_cd,
-        sum(y * d) as sum_yd,
-        sum(x * c) as sum_xc,
-        sum(x * d) as sum_xd,
-        cast(sum(n_events) as double) as n_events
+        {{ moment_sums() }}
     from segmented
     where {{ metric_segment_filter('metric', 'segment_type') }}
     group by 1, 2, 3, 4, 5, 6
@@ -132,31 +116,7 @@ final as (
         statistics.arm,
         arms.is_control,
         statistics.as_of_date,
-        statistics.n_units,
-        statistics.sum_y,
-        statistics.sum_y2,
-        statistics.sum_x,
-        statistics.sum_x2,
-        statistics.sum_xy,
-        statistics.sum_c,
-        statistics.sum_c2,
-        statistics.sum_yc,
-        statistics.sum_d,
-        statistics.sum_d2,
-        statistics.sum_cd,
-        statistics.sum_yd,
-        statistics.sum_xc,
-        statistics.sum_xd,
-        statistics.quantile_p,
-        statistics.quantile_value,
-        statistics.n_events,
-        statistics.sum_s,
-        statistics.sum_s2,
-        statistics.sum_n,
-        statistics.sum_n2,
-        statistics.sum_sn,
-        statistics.grid_p,
-        statistics.grid_value
+        {{ sufficient_stat_columns('statistics') }}
     from statistics
     inner join arms
         on statistics.experiment_id = arms.experiment_id and statistics.arm = arms.arm
