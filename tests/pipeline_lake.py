@@ -236,9 +236,10 @@ def build(
     registry: Registry | None = None,
     days: int = DAYS,
     clients: int = CLIENTS,
+    skip: tuple[str, ...] = (),
 ) -> PipelineLake:
     """Simulate a fleet (default: the mixed one, four experiments) and run the pipeline over its
-    days, one after the other."""
+    days, one after the other (without the steps of ``skip``, e.g. ``("reports",)``)."""
     from quicexp.app.daily import run_day
     from simulation.runner import run_scenario
 
@@ -253,6 +254,6 @@ def build(
     lake = PipelineLake(settings, registry, registry_file, manifest,
                         days=[START + timedelta(days=i) for i in range(days)])  # fmt: skip
     for day in lake.days:
-        lake.outcomes.append(run_day(spark, settings, day, registry))
+        lake.outcomes.append(run_day(spark, settings, day, registry, skip=skip))
         lake.gold_versions[day] = delta_versions(spark, settings.gold_schema)
     return lake

@@ -51,6 +51,9 @@ from tests.pipeline_lake import assert_same_tables, table_snapshots
 pytestmark = pytest.mark.e2e
 
 GOLD_TABLES = {"experiment_sufficient_stats", "experiment_results", "experiment_reports"}
+#: the A/A placebo's tables and the health checks read from them (formed by a day's own run)
+PLACEBO_TABLES = ("experiment_placebo_sufficient_stats", "experiment_placebo_tally")
+PLACEBO_CHECKS = ("aa_placebo", "canary_coverage")
 #: a day without landing data in the small lake's landing zone (its late uploads end days earlier)
 EMPTY_DAY = "2026-07-25"
 #: what `make airflow-day` names the run of EMPTY_DAY (dags/quicexp_airflow/day.py)
@@ -324,10 +327,25 @@ def test_backfill_of_an_old_day_after_a_newer_day_writes_it_and_changes_nothing(
     # back in order without them (the canonical order sorted on the finish time, which changed).
     runs = {k: snap[settings.bronze_schema]["ingest_runs"] for k, snap in (("before", before), ("after", after))}
     assert set(runs["after"]["run_id"]) != set(runs["before"]["run_id"]), "the day was not ingested again"
-    apart = ("experiment_reports", "ingest_runs")
+    apart = ("experiment_reports", "ingest_runs", *PLACEBO_TABLES, "experiment_health")
     for schema in before:
         assert_same_tables({n: f for n, f in after[schema].items() if n not in apart},
                            {n: f for n, f in before[schema].items() if n not in apart})  # fmt: skip
+    # The A/A placebo of a look is formed by that day's run only (docs/stats.md, "Health checks"),
+    # like its report: re-running the old day re-forms its placebo from what is known now, so the
+    # placebo's rows of that day, and the health rows read from them, may differ; nothing else.
+    gold = settings.gold_schema
+    for name in PLACEBO_TABLES:
+        assert_same_tables(*({name: _not_on(snap[gold][name], backfilled.first)} for snap in (after, before)))
+    health = {k: snap[gold]["experiment_health"] for k, snap in (("after", after), ("before", before))}
+    placebo = {k: h["check"].isin(PLACEBO_CHECKS) for k, h in health.items()}
+    assert_same_tables(*({"experiment_health": health[k][~placebo[k]].reset_index(drop=True)}
+                         for k in ("after", "before")))  # fmt: skip
+    assert_same_tables(*({"experiment_health": _not_on(health[k][placebo[k]], backfilled.first)}
+                         for k in ("after", "before")))  # fmt: skip
+    old_checks = {k: h[placebo[k] & (h["as_of_date"].astype(str) == backfilled.first)][["experiment_id", "check", "estimator"]]
+                  .sort_values(["experiment_id", "check", "estimator"]).reset_index(drop=True) for k, h in health.items()}  # fmt: skip
+    assert len(old_checks["after"]) and old_checks["after"].equals(old_checks["before"])
     assert_same_tables({"ingest_runs": _without_run_identity(runs["after"])},
                        {"ingest_runs": _without_run_identity(runs["before"])})  # fmt: skip
     old_day = {
@@ -344,6 +362,11 @@ def test_backfill_of_an_old_day_after_a_newer_day_writes_it_and_changes_nothing(
     # its display format may print differently)
     key = ["as_of_date", "experiment_id", "title", "is_trustworthy", "significant_rows"]
     assert old_day["after"][key].equals(old_day["before"][key])
+
+
+def _not_on(frame, day: str):
+    """The rows of ``frame`` of every as-of date but ``day``."""
+    return frame[frame["as_of_date"].astype(str) != day].reset_index(drop=True)
 
 
 def _without_run_identity(runs):

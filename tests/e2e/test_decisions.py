@@ -45,7 +45,8 @@ def decision_lake(spark, lake):
     scenario = load_scenario(REPO_ROOT / "simulation" / "scenarios" / "cc_loss_recovery.yaml")
     start = scenario.start_date
     return shared.build(spark, lake("decisions"), scenario=scenario,
-                        registry=decision_registry(start), clients=CLIENTS, days=1)  # fmt: skip
+                        registry=decision_registry(start), clients=CLIENTS, days=1,
+                        skip=("reports",))  # fmt: skip
 
 
 def _verdicts(spark, lake):

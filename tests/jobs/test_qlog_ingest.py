@@ -22,7 +22,12 @@ from jobs.ingest.tables import AUDIT, LEDGER, QUARANTINE
 from tests.conftest import free_port
 from tests.jobs.quic_exchange import run_exchange
 
-D = date.today()
+
+def _upload_day() -> date:
+    """Traces are uploaded after they were written: the upload day is taken once the module's
+    exchanges have run (a session that crosses midnight between collection and the exchanges
+    would otherwise upload a trace the day before it started)."""
+    return date.today()
 
 
 def _own_numbers(path) -> dict:
@@ -61,6 +66,11 @@ def second(tmp_path_factory):
     return run_exchange(tmp_path_factory.mktemp("quic2"), free_port(), sizes=[20_000], drop_every=1000)
 
 
+@pytest.fixture(scope="module")
+def D(exchange, second) -> date:  # the upload day, named as the tests read it
+    return _upload_day()
+
+
 def _audit(spark, settings, day) -> dict[str, tuple[int, int, int, int]]:
     rows = spark.sql(f"SELECT * FROM {settings.bronze_schema}.{AUDIT} WHERE kind = 'qlog' "
                      f"AND upload_date = DATE'{day}'").collect()
@@ -68,7 +78,7 @@ def _audit(spark, settings, day) -> dict[str, tuple[int, int, int, int]]:
             for r in rows}
 
 
-def test_qlog_from_aioquic_matches_its_own_numbers(ingest_spark, lake, exchange):
+def test_qlog_from_aioquic_matches_its_own_numbers(ingest_spark, lake, exchange, D):
     spark, settings = ingest_spark, lake("qlog_a")
     folder = settings.landing_root / f"upload_date={D}" / "qlog"
     (folder / "client").mkdir(parents=True)
@@ -111,8 +121,8 @@ def test_qlog_from_aioquic_matches_its_own_numbers(ingest_spark, lake, exchange)
                     "datagrams_sent", "datagrams_received"):
             assert getattr(row, key) == own[key], key
         assert (row.client_id, row.experiments, row.odcid) == ("client-42", {"fhol_2026_06": "fhol"}, exchange.odcid)
-        # the event date is the trace's own start date (the exchange may start after midnight,
-        # after D was taken at import: seen in CI)
+        # the event date is the trace's own start date (the exchange may start before midnight
+        # and be uploaded the next day)
         assert row.started_at_source == "trace" and row.event_date == row.started_at.date()
         assert row.upload_date == D
     # independent checks: aioquic's own state, the relay's drops, both ends' packet counts
@@ -137,7 +147,7 @@ def test_qlog_from_aioquic_matches_its_own_numbers(ingest_spark, lake, exchange)
     assert spark.table(f"{settings.bronze_schema}.qlog_connections").count() == 2
 
 
-def test_cross_day_repeats_and_days_without_qlog(ingest_spark, lake, exchange, second):
+def test_cross_day_repeats_and_days_without_qlog(ingest_spark, lake, exchange, second, D):
     spark, settings = ingest_spark, lake("qlog_days")
     d1, d2, d3 = D, D + timedelta(days=1), D + timedelta(days=2)
     day1 = settings.landing_root / f"upload_date={d1}" / "qlog"
@@ -178,7 +188,7 @@ def test_cross_day_repeats_and_days_without_qlog(ingest_spark, lake, exchange, s
     assert ids == 0
 
 
-def test_sidecar_lines_map_traces_of_other_upload_days(ingest_spark, lake, exchange, second):
+def test_sidecar_lines_map_traces_of_other_upload_days(ingest_spark, lake, exchange, second, D):
     """A server's trace uploaded the day after its client's sidecar line loads (the sidecar
     window); a trace uploaded before its client's sidecar line is quarantined until that line
     arrives, then its day is re-ingested and it loads; a known trace re-uploaded without a sidecar

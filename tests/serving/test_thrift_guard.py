@@ -235,8 +235,8 @@ def test_the_audit_is_refused_and_the_host_untouched(names, analyst, sql, named)
 def test_the_superset_login_is_refused_the_same(names, superset_login):
     sample = ("CREATE TEMPORARY VIEW j USING jdbc", "SELECT * FROM csv.", "SELECT * FROM text.`{logins}`",
               "LOAD DATA LOCAL INPATH '{logins}'", "CREATE TABLE {gold}.w", "SELECT TRANSFORM", "SELECT reflect")
-    cases = [(sql, named) for sql, named in REFUSED if sql.startswith(sample)]
-    assert len(cases) == len(sample)
+    # the first case of the audit that starts with each sample
+    cases = [next((sql, named) for sql, named in REFUSED if sql.startswith(prefix)) for prefix in sample]
     for sql, named in cases:
         message = _refusal(superset_login, sql.format(**names))
         assert GUARD in message and named in message, message[:600]
