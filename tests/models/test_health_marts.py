@@ -70,7 +70,7 @@ def test_every_placebo_split_halves_the_control_arm(marts):
     halves = placebo[placebo["arm"].isin(["a", "b"])]
     key = ["experiment_id", "metric", "as_of_date", "quantile_p"]
     splits = halves["placebo_split"].nunique()
-    assert splits == 32
+    assert splits == 16  # var placebo_splits
     moments = halves[halves["metric_kind"] != "quantile"]
     groups = moments.groupby([*key[:3], "placebo_split"])
     # a half without any pre-period event has null covariate sums: compare where both have them
@@ -93,9 +93,9 @@ def test_every_placebo_split_halves_the_control_arm(marts):
         w = qwant.loc[(r.experiment_id, r.metric, r.as_of_date, r.quantile_p)]
         for col in [*QUANTILE_SUMS, "n_units"]:
             assert _close(getattr(r, col), w[col]), (r.metric, r.quantile_p, r.placebo_split, col)
-    # quantile metrics on the first placebo_quantile_splits (8) splits
-    assert sorted(quantiles["placebo_split"].unique()) == list(range(8))
-    assert len(q) == 8 * len(qwant)
+    # quantile metrics on the first placebo_quantile_splits (4) splits
+    assert sorted(quantiles["placebo_split"].unique()) == list(range(4))
+    assert len(q) == 4 * len(qwant)
 
 
 def test_the_pseudo_arms_split_the_units_at_random(marts):
@@ -106,7 +106,7 @@ def test_the_pseudo_arms_split_the_units_at_random(marts):
         assert sizes.nunique() == 1, (day, sizes)
         n = float(sizes.iloc[0])
         a = g["n_units"].to_numpy(float)
-        # each unit in a with probability 1/2: the 32 splits' sizes are Binomial(n, 1/2)
+        # each unit in a with probability 1/2: the 16 splits' sizes are Binomial(n, 1/2)
         chi2 = np.sum((a - n / 2) ** 2 / (n / 4))
         assert sps.chi2.sf(chi2, len(a)) > 1e-4 and sps.chi2.cdf(chi2, len(a)) > 1e-4, (day, a)
     # every look is split afresh: a split's pseudo-arm a does not keep its units from day to day
