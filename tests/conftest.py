@@ -29,17 +29,50 @@ SERVICE_FIXTURES = {
 }  # fmt: skip
 
 
+#: The worker groups of ``make test`` (pytest-xdist, ``--dist loadgroup``): a test that uses one of
+#: these session fixtures (directly or through another) runs on the worker that built it, so each
+#: lake and service is built once per run; listed longest first, and the suite runs them first
+#: so the two workers finish together. Every other test runs with its module.
+WORKER_GROUPS = {
+    "shared_lake": {"pipeline_lake", "serving", "thrift", "thrift_cursor", "superset"},
+    "small_lake": {"small_lake", "airflow_env"},
+    "models_lake": {"full_lake", "incremental_lake"},
+}
+
+
+def worker_groups(items: list[pytest.Item]) -> dict[str, str]:
+    """The xdist group of each test file: the first of WORKER_GROUPS whose fixtures one of its
+    tests uses, else the file itself (a file's tests stay together: module fixtures are built once)."""
+    groups: dict[str, str] = {}
+    for item in items:
+        module = item.nodeid.split("::")[0]
+        names = set(getattr(item, "fixturenames", ()))
+        group = next((g for g, fixtures in WORKER_GROUPS.items() if names & fixtures), None)
+        if group is not None and groups.get(module, module) == module:
+            groups[module] = group
+        groups.setdefault(module, module)
+    return groups
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups from the markers
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Put every test that uses Spark or a service under its marker, from the fixtures it uses
     (transitively), so the fast layer (``make test-fast``: ``-m "not spark and not e2e and not
     slow"``) cannot drift. What the fixtures do not show (a subprocess that starts Spark) is
-    caught at run time: ``make test-fast`` sets QUICEXP_NO_JVM, and any JVM start then fails."""
+    caught at run time: ``make test-fast`` sets QUICEXP_NO_JVM, and any JVM start then fails.
+
+    Each test also gets its worker group (``worker_groups``); the heavy groups go first, in
+    WORKER_GROUPS' order, everything else keeps its order."""
+    groups = worker_groups(items)
     for item in items:
         names = set(getattr(item, "fixturenames", ()))
         if names & JVM_FIXTURES:
             item.add_marker(pytest.mark.spark)
         if names & SERVICE_FIXTURES:
             item.add_marker(pytest.mark.e2e)
+        item.add_marker(pytest.mark.xdist_group(groups[item.nodeid.split("::")[0]]))
+    rank = {group: i for i, group in enumerate(WORKER_GROUPS)}
+    items.sort(key=lambda item: rank.get(groups[item.nodeid.split("::")[0]], len(rank)))
 
 
 def pytest_configure(config: pytest.Config) -> None:
