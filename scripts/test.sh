@@ -13,4 +13,4 @@ fi
 if [ "$workers" = 0 ]; then
   exec .venvs/pipeline/bin/python -m pytest "$@"
 fi
-exec .venvs/pipeline/bin/python -m pytest -n "$workers" --dist loadgroup --no-loadscope-reorder "$@"
+exec .venvs/pipeline/bin/python -m pytest -n "$workers" --dist loadscope --no-loadscope-reorder "$@"

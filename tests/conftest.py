@@ -29,50 +29,85 @@ SERVICE_FIXTURES = {
 }  # fmt: skip
 
 
-#: The worker groups of ``make test`` (pytest-xdist, ``--dist loadgroup``): a test that uses one of
-#: these session fixtures (directly or through another) runs on the worker that built it, so each
-#: lake and service is built once per run; listed longest first, and the suite runs them first
-#: so the two workers finish together. Every other test runs with its module.
+#: The worker groups of ``make test`` (pytest-xdist, two workers): the tests that use one of these
+#: session fixtures (directly or through another) run on the worker that built it, so each lake
+#: and service is built once per run. Listed longest first; the suite runs them first, so the two
+#: workers finish together. Every other test file is a group of its own (module fixtures once).
 WORKER_GROUPS = {
     "shared_lake": {"pipeline_lake", "serving", "thrift", "thrift_cursor", "superset"},
     "small_lake": {"small_lake", "airflow_env"},
     "models_lake": {"full_lake", "incremental_lake"},
 }
+#: The files in each group. The scheduler (in xdist's controller, which collects no test) has only
+#: node ids, so the files are named here; every collection checks them against the fixtures.
+GROUP_FILES = {
+    "shared_lake": (
+        "tests/bench/test_bench_reference.py", "tests/e2e/test_health_gates.py", "tests/e2e/test_thin_path.py",
+        "tests/report/test_report_pipeline.py", "tests/serving/test_dashboards_browser.py",
+        "tests/serving/test_notebook.py", "tests/serving/test_superset.py", "tests/serving/test_thrift.py",
+        "tests/serving/test_thrift_guard.py",
+    ),
+    "small_lake": ("tests/dags/test_airflow_script.py", "tests/dags/test_dag_runs.py", "tests/deploy/test_deploy_cluster.py"),
+    "models_lake": (
+        "tests/models/test_golden.py", "tests/models/test_health_marts.py", "tests/models/test_incremental.py",
+        "tests/models/test_marts.py", "tests/models/test_sufficient_stats.py",
+    ),
+}  # fmt: skip
+_GROUP_OF_FILE = {path: group for group, paths in GROUP_FILES.items() for path in paths}
 
 
-def worker_groups(items: list[pytest.Item]) -> dict[str, str]:
-    """The xdist group of each test file: the first of WORKER_GROUPS whose fixtures one of its
-    tests uses, else the file itself (a file's tests stay together: module fixtures are built once)."""
-    groups: dict[str, str] = {}
+def worker_group(nodeid: str) -> str:
+    """The worker group of a test (by its node id): its file's entry in GROUP_FILES, else the file."""
+    path = nodeid.split("::")[0]
+    return _GROUP_OF_FILE.get(path, path)
+
+
+def _check_group_files(items: list[pytest.Item]) -> None:
+    """Fail the collection when GROUP_FILES and the fixtures the files' tests use disagree."""
+    uses: dict[str, str] = {}
     for item in items:
-        module = item.nodeid.split("::")[0]
+        path = item.nodeid.split("::")[0]
         names = set(getattr(item, "fixturenames", ()))
         group = next((g for g, fixtures in WORKER_GROUPS.items() if names & fixtures), None)
-        if group is not None and groups.get(module, module) == module:
-            groups[module] = group
-        groups.setdefault(module, module)
-    return groups
+        if group is not None and path not in uses:
+            uses[path] = group
+    for path in {item.nodeid.split("::")[0] for item in items}:
+        want, have = uses.get(path, path), _GROUP_OF_FILE.get(path, path)
+        if want != have:
+            raise pytest.UsageError(
+                f"tests/conftest.py GROUP_FILES: {path} belongs to group {want!r} (by its fixtures), not {have!r}"
+            )
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups from the markers
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    """``--dist loadscope`` with WORKER_GROUPS as the scopes (``make test``, scripts/test.sh)."""
+    if config.getvalue("dist") != "loadscope":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class WorkerGroupScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return worker_group(nodeid)
+
+    return WorkerGroupScheduling(config, log)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Put every test that uses Spark or a service under its marker, from the fixtures it uses
     (transitively), so the fast layer (``make test-fast``: ``-m "not spark and not e2e and not
     slow"``) cannot drift. What the fixtures do not show (a subprocess that starts Spark) is
     caught at run time: ``make test-fast`` sets QUICEXP_NO_JVM, and any JVM start then fails.
 
-    Each test also gets its worker group (``worker_groups``); the heavy groups go first, in
-    WORKER_GROUPS' order, everything else keeps its order."""
-    groups = worker_groups(items)
+    The heavy worker groups run first, in WORKER_GROUPS' order; everything else keeps its order."""
+    _check_group_files(items)
     for item in items:
         names = set(getattr(item, "fixturenames", ()))
         if names & JVM_FIXTURES:
             item.add_marker(pytest.mark.spark)
         if names & SERVICE_FIXTURES:
             item.add_marker(pytest.mark.e2e)
-        item.add_marker(pytest.mark.xdist_group(groups[item.nodeid.split("::")[0]]))
     rank = {group: i for i, group in enumerate(WORKER_GROUPS)}
-    items.sort(key=lambda item: rank.get(groups[item.nodeid.split("::")[0]], len(rank)))
+    items.sort(key=lambda item: rank.get(worker_group(item.nodeid), len(rank)))
 
 
 def pytest_configure(config: pytest.Config) -> None:
