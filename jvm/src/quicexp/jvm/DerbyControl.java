@@ -2,7 +2,6 @@ package quicexp.jvm;
 
 import java.io.DataInputStream;
 import java.io.DataOutputStream;
-import java.io.EOFException;
 import java.io.IOException;
 import java.io.InputStream;
 import java.lang.reflect.Constructor;
@@ -64,30 +63,36 @@ public final class DerbyControl {
     }
     try (Socket socket = new Socket(host, port)) {
       DataOutputStream out = new DataOutputStream(socket.getOutputStream());
-      out.write(DerbyCommandGate.AUTH);
-      writeString(out, "app");
-      writeString(out, password);
-      out.write(DerbyCommandGate.COMMAND);
-      out.writeShort(1); // protocol version
-      out.writeByte(0); // default locale
-      out.writeByte(0);
-      out.writeByte(code);
-      switch (command) {
-        case "trace": out.writeInt(0); out.writeByte(onOff(arg) ? 1 : 0); break; // all sessions
-        case "logconnections": out.writeByte(onOff(arg) ? 1 : 0); break;
-        case "maxthreads":
-        case "timeslice": out.writeInt(number(arg)); break;
-        case "ping": out.writeShort(0); out.writeShort(0); out.writeShort(0); break; // no database, user, password
-        default: break;
+      // The gate answers wrong credentials with a refusal and closes the socket, which can
+      // break the rest of this request mid-write: its answer is then read below all the same.
+      try {
+        out.write(DerbyCommandGate.AUTH);
+        writeString(out, "app");
+        writeString(out, password);
+        out.write(DerbyCommandGate.COMMAND);
+        out.writeShort(1); // protocol version
+        out.writeByte(0); // default locale
+        out.writeByte(0);
+        out.writeByte(code);
+        switch (command) {
+          case "trace": out.writeInt(0); out.writeByte(onOff(arg) ? 1 : 0); break; // all sessions
+          case "logconnections": out.writeByte(onOff(arg) ? 1 : 0); break;
+          case "maxthreads":
+          case "timeslice": out.writeInt(number(arg)); break;
+          case "ping": out.writeShort(0); out.writeShort(0); out.writeShort(0); break; // no database, user, password
+          default: break;
+        }
+        out.flush();
+      } catch (IOException e) {
+        // the refusal, if the server sent one, is in the socket's receive buffer
       }
-      out.flush();
       DataInputStream in = new DataInputStream(socket.getInputStream());
       byte[] header = new byte[4];
       int status;
       try {
         in.readFully(header);
         status = in.readUnsignedByte();
-      } catch (EOFException e) {
+      } catch (IOException e) { // EOF, or a reset after the server closed
         fail(command + ": the server closed the connection without an answer");
         return;
       }
@@ -95,7 +100,13 @@ public final class DerbyControl {
         fail(command + ": not a Derby network server's answer");
       }
       if (status != 0) {
-        fail(command + ": " + readString(in));
+        String message;
+        try {
+          message = readString(in);
+        } catch (IOException e) {
+          message = "refused (the server closed the connection)";
+        }
+        fail(command + ": " + message);
       }
       if (command.equals("sysinfo") || command.equals("runtimeinfo")) {
         System.out.println(readString(in));
