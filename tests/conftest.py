@@ -54,6 +54,15 @@ GROUP_FILES = {
     ),
 }  # fmt: skip
 _GROUP_OF_FILE = {path: group for group, paths in GROUP_FILES.items() for path in paths}
+#: Files that take minutes on their own, longest first (the durations of a CI run): they start
+#: right after the groups, so that no long file is left for one worker at the end while the other
+#: idles. Only the order depends on this list.
+LONG_FILES = (
+    "tests/test_readme.py", "tests/stats/test_stats_cli.py", "tests/e2e/test_decisions.py",
+    "tests/simulation/test_health_faults.py", "tests/jobs/test_ingest_reconcile.py", "tests/jobs/test_ingest_kill.py",
+    "tests/lab/test_lab.py", "tests/jobs/test_qlog_ingest.py", "tests/simulation/test_seeds.py",
+    "tests/deploy/test_deploy_pg_metastore.py",
+)  # fmt: skip
 
 
 def worker_group(nodeid: str) -> str:
@@ -98,7 +107,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     slow"``) cannot drift. What the fixtures do not show (a subprocess that starts Spark) is
     caught at run time: ``make test-fast`` sets QUICEXP_NO_JVM, and any JVM start then fails.
 
-    The heavy worker groups run first, in WORKER_GROUPS' order; everything else keeps its order."""
+    The heavy worker groups run first, in WORKER_GROUPS' order, then LONG_FILES; everything else
+    keeps its order."""
     _check_group_files(items)
     for item in items:
         names = set(getattr(item, "fixturenames", ()))
@@ -106,7 +116,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.spark)
         if names & SERVICE_FIXTURES:
             item.add_marker(pytest.mark.e2e)
-    rank = {group: i for i, group in enumerate(WORKER_GROUPS)}
+    rank = {group: i for i, group in enumerate((*WORKER_GROUPS, *LONG_FILES))}
     items.sort(key=lambda item: rank.get(worker_group(item.nodeid), len(rank)))
 
 
