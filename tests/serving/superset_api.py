@@ -63,23 +63,27 @@ def _filters(adhoc: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], str]:
 def chart_query(
     chart: dict[str, Any], extra_filters: list[dict[str, Any]] | None = None
 ) -> dict[str, Any]:
-    """The query context of a chart as stored (``chart`` is an item of GET /api/v1/chart/)."""
+    """The query context of a chart as stored (``chart`` is an item of GET /api/v1/chart/): in
+    raw mode its columns and ordering, else its x axis, groups and saved metrics."""
     params = json.loads(chart["params"]) if isinstance(chart["params"], str) else chart["params"]
-    columns: list[str] = []
-    for key in ("x_axis",):
-        if params.get(key):
-            columns.append(params[key])
-    columns += list(params.get("groupby") or [])
-    if chart["viz_type"] == "box_plot":
-        columns += list(params.get("columns") or [])
+    orderby: list[list[Any]] = []
+    metrics: list[Any] | None
+    if params.get("query_mode") == "raw":
+        columns = list(params.get("all_columns") or [])
+        metrics = None  # as the frontend sends a raw query: no metrics at all (an empty list groups)
+        orderby = [json.loads(o) for o in params.get("order_by_cols") or []]
+    else:
+        columns = [params["x_axis"]] if params.get("x_axis") else []
+        columns += list(params.get("groupby") or [])
+        metrics = list(params.get("metrics") or [])
     filters, where = _filters(params.get("adhoc_filters") or [])
     query = {
         "columns": columns,
-        "metrics": list(params.get("metrics") or []),
+        **({} if metrics is None else {"metrics": metrics}),
         "filters": filters + list(extra_filters or []),
         "extras": {"where": where, "having": ""},
         "row_limit": params.get("row_limit", 10000),
-        "orderby": [],
+        "orderby": orderby,
     }
     return {
         "datasource": {"id": chart["datasource_id"], "type": "table"},
