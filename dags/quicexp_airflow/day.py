@@ -18,8 +18,9 @@ its task logs removed).
 
 Airflow 3.1's ``dag.test(use_executor=True)`` can take the exit of a reschedule-mode sensor's
 previous poke for the end of the current one when pokes come faster than a task process exits
-(seconds), and then stops ("Callback sink is not ready"); the landing sensor pokes every 5 minutes
-(tests: 6 s).
+(seconds, more under load), and then stops ("Callback sink is not ready") or waits for a try
+that never comes; the landing sensor pokes every 5 minutes, and the tests run a day without
+landing data with a landing timeout of 0 (one poke, no reschedule).
 
 A running scheduler would schedule this run's tasks too once the DAG is unpaused, so the command
 refuses an unpaused DAG while a scheduler is alive (re-run the day from the UI instead).

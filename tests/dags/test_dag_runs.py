@@ -178,11 +178,13 @@ def backfilled(airflow_env, small_lake, spark, tmp_path_factory):
         api = AirflowApi(env)
         dag = api.wait_for_dag(DAG_ID)
         began = time.monotonic()
-        # `make airflow-day` while the DAG is paused (it refuses an unpaused DAG beside a scheduler)
-        # pokes 6 s apart, more than a poke's process takes to exit (dags/quicexp_airflow/day.py)
+        # `make airflow-day` while the DAG is paused (it refuses an unpaused DAG beside a scheduler),
+        # with a landing timeout of 0: one poke, then the timeout. A reschedule would race the poke's
+        # process exit under `dag.test` (dags/quicexp_airflow/day.py): on a loaded CI machine a poke
+        # took longer to exit than 6 s and the run hung until this call's timeout.
         by_hand = subprocess.run(["bash", str(AIRFLOW_SCRIPT), "day", EMPTY_DAY],
-                                 env={**env, "QUICEXP_AIRFLOW_POKE_INTERVAL": "6"},
-                                 capture_output=True, text=True, timeout=900)  # fmt: skip
+                                 env={**env, "QUICEXP_AIRFLOW_LANDING_TIMEOUT": "0"},
+                                 capture_output=True, text=True, timeout=600)  # fmt: skip
         print(f"airflow-day of a day without landing data: {time.monotonic() - began:.0f}s")
         _create_backfill(env, first)
         assert _airflow(env, "dags", "unpause", DAG_ID).returncode == 0
