@@ -7,7 +7,6 @@ from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
-from statsmodels.stats.multitest import multipletests
 
 Correction = Literal["bh", "holm", "bonferroni", "none"]
 _METHODS = {"bh": "fdr_bh", "holm": "holm", "bonferroni": "bonferroni"}
@@ -26,6 +25,8 @@ def adjust_p_values(
     Returns:
         Adjusted p-values in input order.
     """
+    from statsmodels.stats.multitest import multipletests  # seconds to import: not for settings
+
     p = np.asarray(p_values, dtype=float)
     out = p.copy()
     if method == "none" or p.size == 0:

@@ -124,7 +124,6 @@ def stats_command(
 
 def _analyse(input: Path, output: Path, settings: AnalysisSettings, decisions: Path | None):
     """Read, analyse, write the results (and the verdicts); errors as one-line kinds."""
-    from stats.engine import analyze_table
     from stats.inputs import SchemaError
     from stats.io import TableFormatError, read_table, write_table
 
@@ -138,6 +137,8 @@ def _analyse(input: Path, output: Path, settings: AnalysisSettings, decisions: P
                     raise TableFormatError(
                         f"unsupported output type '{path.suffix}' (use .parquet or .csv)"
                     )
+            from stats.engine import analyze_table  # scipy and statsmodels: once the input is read
+
             result = analyze_table(table, settings)
             for issue in result.issues:
                 typer.echo(f"skipped {issue}", err=True)
