@@ -120,36 +120,7 @@
     from {{ name }}_coarse
 ),
 
-{{ name }}_targets as (
-    select
-        {% for key in group_keys %}groups.{{ key }}, {% endfor %}
-        groups.metric as histogram_metric,
-        targets.metric,
-        targets.quantile_p,
-        groups.total_events,
-        {% for x in sums %}groups.{{ x }}_total,
-        {% endfor -%}
-        grid.coefficient,
-        targets.quantile_p + grid.coefficient
-            * sqrt(targets.quantile_p * (1 - targets.quantile_p) / groups.total_events) as grid_p
-    from (
-        select distinct
-            {{ group_list }}, metric, {% for x in sums %}{{ x }}_total, {% endfor %}total_events
-        from {{ name }}_coarse_cumulative
-    ) as groups
-    inner join ({{ quantile_target_rows() }}) as targets
-        on groups.metric = targets.histogram_metric
-        and {{ target_filter }}
-    lateral view explode(array({{ coefficients | join(', ') }})) grid as coefficient
-),
-
-{{ name }}_ranks as (
-    select
-        *,
-        least(greatest(cast(ceil(total_events * grid_p) as bigint), 1), total_events) as event_rank
-    from {{ name }}_targets
-    where grid_p > 0 and grid_p < 1
-),
+{{ quantile_rank_ctes(name, name ~ '_coarse_cumulative', group_keys, coefficients, target_filter, sums) }},
 
 {{ name }}_coarse_found as (
     select * from (
@@ -274,6 +245,141 @@
     where is_rank = 1
 ),
 
+{{ quantile_result_cte(name, group_keys, sums) }}
+{% endmacro %}
+
+
+{#- CTEs reading quantiles off unit-level bins for groups without segments (the placebo's
+    pseudo-arms: the overall segment only). Same inputs and the same CTE `<name>_quantiles` as
+    segmented_quantile_ctes (segment_type 'overall', segment_value 'all'), in one pass: each
+    group's whole histogram (cells summed per value bin), its running sums, and a rank's bin
+    found in the same ordered pass over bins and ranks. Without segments no cell is spread over
+    several histograms, so the two passes over coarse and value bins would only add Spark stages
+    (a fixed cost per stage that dominates on small looks). -#}
+{% macro quantile_ctes(name, cells, keys, coefficients, target_filter='true', sums=[]) %}
+{%- set group_keys = keys + ['segment_type', 'segment_value'] %}
+{%- set group_list = group_keys | join(', ') %}
+{{ name }}_histogram as (
+    select
+        {{ keys | join(', ') }},
+        'overall' as segment_type,
+        'all' as segment_value,
+        metric,
+        value_bin,
+        {% for x in sums %}sum({{ x }}) as {{ x }},
+        {% endfor -%}
+        sum(n_events) as n_events
+    from {{ cells }}
+    group by all
+),
+
+{{ name }}_cumulative as (
+    select
+        *,
+        sum(n_events) over ascending as cumulative_events,
+        {% for x in sums -%}
+        sum({{ x }}) over ascending as {{ x }}_cum,
+        sum({{ x }}) over whole as {{ x }}_total,
+        {% endfor -%}
+        sum(n_events) over whole as total_events
+    from {{ name }}_histogram
+    window
+        ascending as (partition by {{ group_list }}, metric order by value_bin
+                      rows between unbounded preceding and current row),
+        whole as (partition by {{ group_list }}, metric)
+),
+
+{{ quantile_rank_ctes(name, name ~ '_cumulative', group_keys, coefficients, target_filter, sums) }},
+
+{{ name }}_grid as (
+    select * from (
+        select
+            {{ group_list }}, metric, quantile_p, total_events, coefficient, grid_p, is_rank,
+            {% for x in sums %}{{ x }}_total, last({{ x }}_cum, true) over ordered as {{ x }}_at,
+            {% endfor -%}
+            last(value_bin, true) over ordered as value_bin
+        from (
+            select
+                {{ group_list }},
+                metric as histogram_metric,
+                {{ no_target_columns('cast(null as bigint)') }},
+                cumulative_events as position,
+                0 as is_rank,
+                value_bin
+                {%- for x in sums %},
+                cast(null as bigint) as {{ x }}_total,
+                {{ x }}_cum
+                {%- endfor %}
+            from {{ name }}_cumulative
+            union all
+            select
+                {{ group_list }}, histogram_metric, metric, quantile_p, total_events, coefficient,
+                grid_p,
+                event_rank as position,
+                1 as is_rank,
+                cast(null as int) as value_bin
+                {%- for x in sums %},
+                {{ x }}_total,
+                cast(null as bigint) as {{ x }}_cum
+                {%- endfor %}
+            from {{ name }}_ranks
+        )
+        window ordered as (
+            partition by {{ group_list }}, histogram_metric
+            order by position desc, is_rank
+            rows between unbounded preceding and current row
+        )
+    )
+    where is_rank = 1
+),
+
+{{ quantile_result_cte(name, group_keys, sums) }}
+{% endmacro %}
+
+
+{#- The rank lookups of quantile_ctes and segmented_quantile_ctes: CTEs `<name>_targets` (every
+    group of `source` (columns group_keys, metric, x_total for x in sums, total_events) with every
+    target of its histogram where `target_filter` holds and every grid coefficient) and
+    `<name>_ranks` (the grid points inside (0, 1), with the rank of each). -#}
+{% macro quantile_rank_ctes(name, source, group_keys, coefficients, target_filter, sums) %}
+{%- set group_list = group_keys | join(', ') %}
+{{ name }}_targets as (
+    select
+        {% for key in group_keys %}groups.{{ key }}, {% endfor %}
+        groups.metric as histogram_metric,
+        targets.metric,
+        targets.quantile_p,
+        groups.total_events,
+        {% for x in sums %}groups.{{ x }}_total,
+        {% endfor -%}
+        grid.coefficient,
+        targets.quantile_p + grid.coefficient
+            * sqrt(targets.quantile_p * (1 - targets.quantile_p) / groups.total_events) as grid_p
+    from (
+        select distinct
+            {{ group_list }}, metric, {% for x in sums %}{{ x }}_total, {% endfor %}total_events
+        from {{ source }}
+    ) as groups
+    inner join ({{ quantile_target_rows() }}) as targets
+        on groups.metric = targets.histogram_metric
+        and {{ target_filter }}
+    lateral view explode(array({{ coefficients | join(', ') }})) grid as coefficient
+),
+
+{{ name }}_ranks as (
+    select
+        *,
+        least(greatest(cast(ceil(total_events * grid_p) as bigint), 1), total_events) as event_rank
+    from {{ name }}_targets
+    where grid_p > 0 and grid_p < 1
+)
+{% endmacro %}
+
+
+{#- `<name>_quantiles` from `<name>_grid` (one row per group, target and grid point, with its
+    value bin and the sums at it): the estimate, the grid and the sums at the estimate. -#}
+{% macro quantile_result_cte(name, group_keys, sums) %}
+{%- set group_list = group_keys | join(', ') %}
 {{ name }}_quantiles as (
     select
         {{ group_list }},

@@ -194,12 +194,11 @@ bin_cells as (
     where pseudo_arms.placebo_split < {{ var('placebo_quantile_splits') }}
 ),
 
-{{ segmented_quantile_ctes(
+{{ quantile_ctes(
     'placebo_bins',
     'bin_cells',
     ['experiment_id', 'arm', 'as_of_date', 'placebo_split'],
     var('quantile_grid_coefficients'),
-    "groups.segment_type = 'overall'",
     sums=['s_events', 'sn_events', 's2_increments', 'units', 'n2_units'],
 ) }},
 

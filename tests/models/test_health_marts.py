@@ -137,3 +137,70 @@ def test_the_canary_is_one_half_times_the_known_factor(marts):
             want = _value(b[col])
             assert _close(getattr(r, col), None if want is None else want * factor**power), (
                 r.metric, r.as_of_date, col)  # fmt: skip
+
+
+def _binned_value(b: int) -> float:
+    return 0.0 if b == -1_000_000_000 else math.exp((b + 0.5) * math.log(1.001))
+
+
+def test_the_pseudo_arms_quantiles_are_their_units_empirical_quantiles(spark, full_lake, marts):
+    """Every quantile row of the placebo (the mart's own quantile search, macro quantile_ctes)
+    against a computation from the units' value bins: the pseudo-arms drawn by the placebo's hash
+    (its definition, macros/placebo.sql), the type-1 quantile of the pooled bins and of every grid
+    point, and the outer-CI unit sums."""
+    from quicexp.metrics import load_metrics
+
+    _, placebo, _ = marts
+    silver = full_lake.silver_schema
+    quantiles = placebo[(placebo["metric_kind"] == "quantile") & (placebo["experiment_id"] == EXPERIMENT_ID)]
+    assert len(quantiles), "no quantile rows in the placebo"
+    histogram_of = {m.name: m.histogram_of or m.name for m in load_metrics().metrics}
+    # the control arm's units' bins to each look, with the placebo's pseudo-arm of every split
+    bins = spark.sql(f"""
+        select u.as_of_date, b.metric, b.client_id, b.value_bin, sum(b.n_events) as n_events
+        from (select binned.*, assignment.key as experiment_id, assignment.value as arm
+              from {silver}.int_quantile_values_binned_to_client_days binned
+              lateral view inline(binned.assignments) assignment) b
+        inner join {silver}.int_experiment_units_segmented_to_dates u
+            on u.experiment_id = '{EXPERIMENT_ID}' and b.experiment_id = u.experiment_id
+            and b.arm = u.arm and b.client_id = u.client_id and b.event_date between date'{EXPERIMENT_START}' and u.as_of_date
+        inner join {silver}.stg_registry__experiment_arms a
+            on a.experiment_id = u.experiment_id and a.arm = u.arm and a.is_control
+        group by 1, 2, 3, 4
+    """).toPandas()  # fmt: skip
+    arms = spark.sql(f"""
+        select u.as_of_date, u.client_id, s.placebo_split,
+            case when pmod(xxhash64('quicexp-placebo', u.experiment_id, u.client_id,
+                                    cast(u.as_of_date as string), s.placebo_split), 2) = 0
+                then 'a' else 'b' end as arm
+        from {silver}.int_experiment_units_segmented_to_dates u
+        inner join {silver}.stg_registry__experiment_arms a
+            on a.experiment_id = u.experiment_id and a.arm = u.arm and a.is_control
+        lateral view explode(sequence(0, 3)) s as placebo_split
+        where u.experiment_id = '{EXPERIMENT_ID}'
+    """).toPandas()  # fmt: skip
+    checked = 0
+    for r in quantiles[quantiles["arm"].isin(["a", "b"])].itertuples(index=False):
+        units = arms[(arms["as_of_date"] == r.as_of_date) & (arms["placebo_split"] == r.placebo_split)
+                     & (arms["arm"] == r.arm)]["client_id"]  # fmt: skip
+        cells = bins[(bins["as_of_date"] == r.as_of_date) & (bins["metric"] == histogram_of[r.metric])
+                     & bins["client_id"].isin(units)]  # fmt: skip
+        hist = cells.groupby("value_bin")["n_events"].sum().sort_index()
+        cumulative, total = hist.cumsum(), int(hist.sum())
+
+        def bin_at(g: float) -> int:
+            rank = min(max(math.ceil(total * g), 1), total)
+            return int(cumulative.index[np.searchsorted(cumulative.to_numpy(), rank)])
+
+        q = bin_at(r.quantile_p)
+        assert _close(r.quantile_value, _binned_value(q)), (r.metric, r.as_of_date, r.placebo_split, r.arm)
+        n_i = cells.groupby("client_id")["n_events"].sum().astype(float)
+        s_i = cells[cells["value_bin"] <= q].groupby("client_id")["n_events"].sum().reindex(n_i.index, fill_value=0)
+        want = {"n_units": len(n_i), "n_events": total, "sum_n": n_i.sum(), "sum_n2": (n_i**2).sum(),
+                "sum_s": s_i.sum(), "sum_s2": (s_i**2).sum(), "sum_sn": (s_i * n_i).sum()}  # fmt: skip
+        for col, value in want.items():
+            assert _close(getattr(r, col), value), (r.metric, r.as_of_date, r.placebo_split, r.arm, col)
+        for g, v in zip(r.grid_p, r.grid_value, strict=True):
+            assert 0 < g < 1 and _close(v, _binned_value(bin_at(g))), (r.metric, g)
+        checked += 1
+    assert checked >= 2 * 4 * quantiles["as_of_date"].nunique()
