@@ -42,6 +42,9 @@ COLUMNS: dict[str, tuple[str, ...]] = {
     "stats": (*CONTEXT, "comparisons", "wall_best_s", "wall_median_s", "cpu_best_s", "kernel_s", "note"),
     # bench/bench_simulate.py: the simulator writing Parquet
     "simulate": (*CONTEXT, "scenario", "clients", "days", "events", "wall_s", "cpu_s", "note"),
+    # bench/bench_checks.py: a day's rerun with and without the health checks, fresh processes
+    "checks": (*CONTEXT, "clients", "days", "with_s", "without_s", "dbt_with_s", "dbt_without_s",
+               "results_with_s", "results_without_s", "checks_s", "share", "note"),
     # python -m bench (bench/thin_path.py): the thin path in one session, dbt against DuckDB
     "thin": (*CONTEXT, "events", "simulate_s", "session_s", "ingest_s", "dbt_build_s", "results_s", "duckdb_s",
              "ratio", "note"),

@@ -6,6 +6,12 @@ bench-pipeline: setup ## Pipeline (ingest, dbt build, results) vs a DuckDB refer
 	@$(PY) bench/bench_pipeline.py --events $(EVENTS) --format $(FORMAT)
 	@$(PY) -m bench.report
 
+.PHONY: bench-checks
+CHECKS_CLIENTS ?= 4000
+bench-checks: setup ## What the health checks cost a day: the demo's last day (CHECKS_CLIENTS clients) rerun with and without them, fresh processes, alternating; rows to bench/results/checks.csv
+	@$(PY) bench/bench_checks.py --clients $(CHECKS_CLIENTS)
+	@$(PY) -m bench.report
+
 .PHONY: bench-report
 
 bench-report: setup ## Render bench/results/*.csv (one row per bench run) to bench/report/ (tables, log-log plot) and docs/deploy.md's table

@@ -9,7 +9,7 @@ import os
 import subprocess
 from datetime import date
 
-from quicexp.app.daily import STEPS
+from quicexp.app.daily import CHECK_MODELS, STEPS, dbt_selection
 from quicexp.config import REPO_ROOT
 from quicexp.metrics import registry_document
 
@@ -42,3 +42,16 @@ def test_the_daily_build_runs_every_model_and_data_test_and_no_unit_test(tmp_pat
     assert {"model", "test", "unit_test"} <= kinds, kinds  # the project has all three
     wanted = {node for node in everything if node[0] in ("model", "test")}
     assert daily == wanted, sorted(daily ^ wanted)
+
+
+def test_a_day_without_the_checks_leaves_out_their_models_and_data_tests_only(tmp_path):
+    """What bench/bench_checks.py measures the checks against: the daily selection less the two
+    health marts and their data tests, nothing else."""
+    daily = _ls(tmp_path, *dbt_selection())
+    without = _ls(tmp_path, *dbt_selection(checks=False))
+    left_out = daily - without
+    marts = {name.rstrip("+") for name in CHECK_MODELS}
+    assert without < daily and marts <= {name for _, name in left_out}
+    assert {kind for kind, _ in left_out} == {"model", "test"}
+    tests_of_other_nodes = {name for kind, name in left_out if kind == "test" and not any(m in name for m in marts)}
+    assert {name for kind, name in left_out if kind == "model"} == marts and not tests_of_other_nodes, left_out

@@ -35,6 +35,10 @@ log = logging.getLogger("quicexp.app.daily")
 #: dbt counts unit tests as ``resource_type:test`` and builds a selected model's unit tests with
 #: it, so they are excluded by their own resource type.
 DBT_SELECTION = ("--select", "resource_type:model resource_type:test", "--exclude", "resource_type:unit_test")
+#: the health checks' models (docs/stats.md, "Health checks") with their data tests, left out of a
+#: day run without the checks (``run_day(checks=False)``: what bench/bench_checks.py measures
+#: the checks against)
+CHECK_MODELS = ("experiment_health_counts+", "experiment_placebo_sufficient_stats+")
 
 
 @dataclass(frozen=True)
@@ -110,6 +114,14 @@ class ExperimentsWithoutData(InputDataError):
         self.outcome = outcome
 
 
+def dbt_selection(checks: bool = True) -> list[str]:
+    """The day's dbt build selection: :data:`DBT_SELECTION`, less :data:`CHECK_MODELS` without
+    the checks."""
+    if checks:
+        return list(DBT_SELECTION)
+    return [*DBT_SELECTION[:-1], " ".join([DBT_SELECTION[-1], *CHECK_MODELS])]
+
+
 def check_steps(names: Collection[str]) -> None:
     """Refuse a step name that :data:`STEPS` does not have (one line, before any work)."""
     known = [step.name for step in STEPS]
@@ -125,9 +137,13 @@ def run_day(
     registry: Registry | None = None,
     *,
     skip: Collection[str] = (),
+    checks: bool = True,
 ) -> DayOutcome:
     """The steps of :data:`STEPS` for one day, in one Spark session; ``skip``: steps not to run
     (each step replaces its own slice of the day, so the others may run without it).
+    ``checks=False`` leaves the health checks out (their models, their data tests and the results
+    step's checks): a day with no trust gate, only for measuring what the gate costs
+    (bench/bench_checks.py).
 
     Raises :class:`PartialFailure` after the last report when some reports failed (the others
     are written), as ``quicexp report`` and the DAG's ``reports`` task do; otherwise
@@ -161,11 +177,11 @@ def run_day(
 
     def dbt_build() -> tuple[int, str]:
         publish = partial(jobs.registry.run, spark, settings, day, registry)
-        return run_dbt("build", settings, day, list(DBT_SELECTION), alongside=publish), "dbt nodes"
+        return run_dbt("build", settings, day, dbt_selection(checks), alongside=publish), "dbt nodes"
 
     def results() -> tuple[int, str]:
         with _counting("stats.engine") as skipped:
-            outcome.comparisons = jobs.experiment_results.run(spark, settings, day, registry)
+            outcome.comparisons = jobs.experiment_results.run(spark, settings, day, registry, checks=checks)
         outcome.skipped = skipped.count
         return outcome.comparisons, "comparisons"
 

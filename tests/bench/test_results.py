@@ -22,6 +22,7 @@ def _rows_the_benches_write() -> dict[str, dict[str, object]]:
     """Each bench's own row function on made-up measurements (the code path a run takes)."""
     from bench import __main__ as thin
     from bench import (
+        bench_checks,
         bench_dbt,
         bench_ingest,
         bench_pipeline,
@@ -43,6 +44,8 @@ def _rows_the_benches_write() -> dict[str, dict[str, object]]:
         "stats": bench_stats.row(10_000, [0.5, 0.4, 0.6], [0.45, 0.4], 0.01),
         "simulate": bench_simulate.row("fhol", 100, 2, {"rows": 4700, "wall_s": 3.0, "cpu_s": 5.0}),
         "thin": thin.row(stages),
+        "checks": bench_checks.row(4000, 3, {"wall_s": 300.0, "steps": {"dbt_build": 180.0, "results": 20.0}},
+                                   {"wall_s": 270.0, "steps": {"dbt_build": 155.0, "results": 16.0}}),
     }  # fmt: skip
 
 
@@ -71,6 +74,12 @@ def test_every_bench_row_fits_its_column_list():
 def test_the_pipeline_row_sums_the_stages_and_divides():
     row = _rows_the_benches_write()["pipeline"]
     assert (row["pipeline_s"], row["reference_s"], row["ratio"]) == (36.0, 6.0, 6.0)
+
+
+def test_the_checks_row_is_the_difference_over_the_day_with_them():
+    row = _rows_the_benches_write()["checks"]
+    assert (row["checks_s"], row["share"]) == (29.0, 29.0 / 300.0)  # the dbt build's and results' difference
+    assert (row["dbt_with_s"], row["dbt_without_s"], row["results_without_s"]) == (180.0, 155.0, 16.0)
 
 
 def test_append_writes_the_header_once_and_refuses_another(tmp_path, monkeypatch):
