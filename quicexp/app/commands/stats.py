@@ -99,6 +99,8 @@ def stats_command(
     """
     if input is None or output is None:
         raise _fail("missing argument " + ("INPUT" if input is None else "OUTPUT"))
+    if not input.is_file():  # said before the settings, whose models import pandas (seconds)
+        raise _fail(f"input file not found: {input}", InputDataError)
     if config is not None and not config.is_file():
         raise _fail(f"config file not found: {config}")
     registry_overrides = _registry_overrides() if decisions is not None else {}
