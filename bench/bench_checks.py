@@ -1,18 +1,18 @@
 """What do the health checks cost a day?
 
 ``python bench/bench_checks.py [--clients 4000] [--days 3] [--reps 2] [--home DIR] [--keep]
-[--skip-build]`` (``make bench-checks``)
-simulates the demo's fleet (the fhol scenario, ``--clients`` clients for ``--days`` days), runs
-those days through the daily pipeline, then reruns the last day ``--reps`` times in each of two
-ways, alternating, each run a fresh process as a scheduled day's run is: the day as it runs,
-health checks included, and the same day without them (``run_day(checks=False)``: the checks'
-two models and their data tests left out of the dbt build, no checks in the results step). A
-rerun does the day's whole work again (its ingest reads the landing files and counts their rows
-as duplicates; every model and table replaces its slice). The checks' cost is the difference of
-the dbt build and results steps between the two, and its share of the day that difference over
-the whole run with them (the process, JVM start included). One row per pair of runs
-goes to bench/results/checks.csv (bench/results.py). docs/stats.md ("Health checks", Cost)
-quotes it.
+[--skip-build]`` (``make bench-checks``) simulates the demo's fleet (the fhol scenario,
+``--clients`` clients for ``--days`` days), runs those days through the daily pipeline, then reruns
+the last day ``--reps`` times in each of two ways, alternating, each run a fresh process as a
+scheduled day's run is: the day as it runs, health checks included, and the same day without them
+(``run_day(checks=False)``: the checks' two models and their data tests left out of the dbt build,
+no checks in the results step). A rerun does the day's whole work again (its ingest reads the
+landing files and counts their rows as duplicates; every model and table replaces its slice). About
+30 minutes with the defaults on a 2-core machine; each step of each run is a line on the console as
+it ends. The checks' cost is the difference of the dbt build and results steps between the two, and
+its share of the day that difference over the whole run with them (the process, JVM start
+included). One row per pair of runs goes to bench/results/checks.csv (bench/results.py).
+docs/stats.md ("Health checks", Cost) quotes it.
 
 The lake goes to a temporary home (``--home`` to choose one, ``--keep`` to keep it,
 ``--skip-build`` to rerun the last day of a kept one); its Derby metastore server is stopped at
@@ -73,20 +73,40 @@ def _variant(day: date, checks: bool) -> None:
     spark = build_spark(settings, f"bench-checks-{'with' if checks else 'without'}")
     outcome = run_day(spark, settings, day, checks=checks)
     spark.stop()
-    print(json.dumps({"wall_s": time.perf_counter() - started, "steps": outcome.seconds}))
+    print(ANSWER + json.dumps({"wall_s": time.perf_counter() - started, "steps": outcome.seconds}), flush=True)
+
+
+#: the daily run's step lines (quicexp.app.daily), echoed from the children as progress
+STEP_LINE = " quicexp.app.daily: "
+#: what starts a variant's answer line (its times as JSON), among whatever else it prints
+ANSWER = "bench_checks answer: "
+
+
+def _run(argv: list[str], env: dict[str, str], log: Path) -> str:
+    """Run ``argv``; its stderr and stdout go to ``log`` and its step lines also to the console
+    (each step of each day as it ends); returns its answer (:data:`ANSWER`), if it printed one."""
+    with log.open("a") as out, subprocess.Popen(
+        argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+        text=True,
+    ) as child:  # fmt: skip
+        last = ""
+        for line in child.stdout:
+            out.write(line)
+            if STEP_LINE in line:
+                _say("  " + line.split(STEP_LINE, 1)[1].rstrip())
+            elif line.startswith(ANSWER):
+                last = line[len(ANSWER):].strip()
+    if child.returncode != 0:
+        raise SystemExit(f"bench_checks: {' '.join(argv[1:4])} failed (exit {child.returncode}); see {log}")
+    return last
 
 
 def _child(args: list[str], env: dict[str, str], log: Path) -> str:
-    """Run this file with ``args`` in a fresh process; its stdout (the last line is the answer),
-    its log lines appended to ``log``."""
-    with log.open("a") as err:
-        done = subprocess.run(
-            [sys.executable, __file__, *args], env=env, stdout=subprocess.PIPE, stderr=err,
-            stdin=subprocess.DEVNULL, text=True,
-        )  # fmt: skip
-    if done.returncode != 0:
-        raise SystemExit(f"bench_checks: {' '.join(args)} failed (exit {done.returncode}); see {log}")
-    return done.stdout.strip().splitlines()[-1]
+    """Run this file with ``args`` in a fresh process; its answer."""
+    answer = _run([sys.executable, __file__, *args], env, log)
+    if not answer:
+        raise SystemExit(f"bench_checks: {' '.join(args)} printed no answer; see {log}")
+    return answer
 
 
 def main() -> None:
@@ -116,7 +136,7 @@ def main() -> None:
     env = {**os.environ, "QUICEXP_HOME": str(home)}
     log = home / "bench_checks.log"
     home.mkdir(parents=True, exist_ok=True)
-    _say(f"home {home}; the runs' console output goes to {log}, Spark's and dbt's to {home / 'logs'}")
+    _say(f"home {home}; the runs' output goes to {log} (their step lines here), Spark's and dbt's to {home / 'logs'}")
     try:
         started = time.perf_counter()
         if args.skip_build:
@@ -149,14 +169,9 @@ def main() -> None:
 
 def _build(settings, days: int, clients: int, env: dict[str, str], log: Path) -> date:
     """``quicexp demo`` of the days in a fresh process; the first day (the simulator's manifest)."""
-    quicexp = Path(sys.executable).with_name("quicexp")
-    with log.open("a") as out:
-        done = subprocess.run(
-            [str(quicexp), "demo", "--days", str(days), "--clients", str(clients)],
-            env=env, stdout=out, stderr=out, stdin=subprocess.DEVNULL,
-        )  # fmt: skip
-    if done.returncode != 0:
-        raise SystemExit(f"bench_checks: quicexp demo failed (exit {done.returncode}); see {log}")
+    _say(f"quicexp demo --days {days} --clients {clients:,} (about 3 minutes a day at 4,000 clients)")
+    _run([str(Path(sys.executable).with_name("quicexp")), "demo", "--days", str(days), "--clients", str(clients)],
+         env, log)  # fmt: skip
     return date.fromisoformat(_manifest(settings)["start_date"])
 
 
